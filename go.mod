@@ -18,6 +18,7 @@ require (
 	github.com/opencontainers/runtime-spec v1.3.0 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
@@ -31,4 +32,5 @@ require (
 	k8s.io/client-go v0.37.0 // indirect
 	k8s.io/kubelet v0.37.0 // indirect
 	tags.cncf.io/container-device-interface v1.1.1 // indirect
+	tags.cncf.io/container-device-interface/specs-go v1.1.1 // indirect
 )
