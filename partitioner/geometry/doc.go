@@ -1,0 +1,8 @@
+// Package geometry is the pure model of one GPU model's MIG layout: the
+// shapes instances can take, where they may sit, which sets of them are valid,
+// and how many fully configured (maximal) layouts each state can still reach.
+//
+// It is built from what NVML reports (profiles and placements) and never
+// names a GPU model. It imports no NVML code, so the policy built on it can be
+// tested and benchmarked as plain logic.
+package geometry
