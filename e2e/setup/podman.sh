@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs podman, runc, conmon, static busybox and the CNI plugins from
+# Debian, and writes the containers.conf the e2e tests pass through
+# CONTAINERS_CONF (runc and explicit ulimits; see docs/e2e.md).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+need_root
+
+PKGS=(podman runc conmon busybox-static iptables containernetworking-plugins openssl)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	log "debian packages already installed (${PKGS[*]})"
+else
+	export DEBIAN_FRONTEND=noninteractive
+	# apt-get update only when the lists do not know a missing package.
+	if ! apt-cache show "${missing[@]}" >/dev/null 2>&1; then
+		log "apt-get update"
+		apt-get -o DPkg::Lock::Timeout=600 update -qq
+	fi
+	log "apt-get install ${missing[*]}"
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+for b in /usr/bin/podman /usr/sbin/runc /usr/bin/conmon /bin/busybox /usr/lib/cni/bridge; do
+	[ -x "$b" ] || die "$b missing after install"
+done
+
+conf="$MIGPRO_E2E_CACHE/containers.conf"
+want='# Written by e2e/setup/podman.sh. crun cannot run on these hybrid-cgroup
+# machines and runc cannot raise RLIMIT_NOFILE without CAP_SYS_RESOURCE,
+# so pin runc and explicit ulimits.
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+
+[engine]
+runtime = "runc"'
+if [ ! -f "$conf" ] || [ "$(cat "$conf")" != "$want" ]; then
+	printf '%s\n' "$want" >"$conf.tmp" && mv "$conf.tmp" "$conf"
+	log "wrote $conf"
+fi
+log "podman $(podman --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), ok"
