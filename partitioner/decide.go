@@ -1,0 +1,164 @@
+package partitioner
+
+import (
+	"fmt"
+	"math/bits"
+	"sort"
+)
+
+// decide chooses how to meet a request for profile, in the order reuse,
+// create in free space, destroy idle instances then create, or wait. The
+// caller holds p.mu.
+func (p *Partitioner) decide(profile string) (Plan, error) {
+	offered := false
+	for _, s := range p.slots {
+		if _, ok := s.profiles[profile]; ok {
+			offered = true
+		}
+	}
+	if !offered {
+		return Plan{}, fmt.Errorf("%s: %w (offered: %v)", profile, ErrUnknownProfile, p.Profiles())
+	}
+	if plan, ok := p.planReuse(profile); ok {
+		return plan, nil
+	}
+	if plan, ok := p.planCreate(profile, false); ok {
+		return plan, nil
+	}
+	if plan, ok := p.planCreate(profile, true); ok {
+		return plan, nil
+	}
+	return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
+}
+
+// planReuse picks the idle instance of the profile whose reuse keeps the most
+// layouts reachable once every other idle instance is counted as free space.
+func (p *Partitioner) planReuse(profile string) (Plan, bool) {
+	var best *Instance
+	var bestScore, bestBefore int
+	for _, s := range p.slots {
+		idle := map[int]bool{}
+		for key, r := range s.records {
+			if r.State == Idle {
+				idle[key] = true
+			}
+		}
+		committed := s.state(idle)
+		for key := range idle {
+			r := s.records[key]
+			if r.Profile != profile || !r.Complete() {
+				continue
+			}
+			o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
+			if !ok {
+				continue
+			}
+			score := s.geo.Reachable(s.geo.Add(committed, o.Index))
+			if best == nil || score > bestScore ||
+				(score == bestScore && (r.GPU < best.GPU || (r.GPU == best.GPU && r.Placement.Start > best.Placement.Start))) {
+				best, bestScore, bestBefore = r, score, s.geo.Reachable(committed)
+			}
+		}
+	}
+	if best == nil {
+		return Plan{}, false
+	}
+	return Plan{Profile: profile, GPU: best.GPU, Reuse: best, Reachable: bestScore, Before: bestBefore}, true
+}
+
+// choice is a candidate placement together with the idle records it destroys.
+type choice struct {
+	Candidate
+	slot    *slot
+	destroy []int // record keys
+}
+
+// planCreate finds the best placement for a new instance: in free space only,
+// or, with reclaim, after destroying the fewest idle instances of one GPU.
+func (p *Partitioner) planCreate(profile string, reclaim bool) (Plan, bool) {
+	var best *choice
+	consider := func(c choice) {
+		if best == nil || p.policy.Better(c.Candidate, best.Candidate) {
+			cc := c
+			best = &cc
+		}
+	}
+	for _, s := range p.slots {
+		pr, ok := s.profiles[profile]
+		if !ok {
+			continue
+		}
+		current := s.state(nil)
+		before := s.geo.Reachable(current)
+		for _, skip := range p.destroySets(s, reclaim) {
+			if profileCount(s, profile, skip) >= pr.MaxCount {
+				continue
+			}
+			st := s.state(skip)
+			for _, o := range s.geo.Candidates(st, profile) {
+				after := s.geo.Reachable(s.geo.Add(st, o.Index))
+				keys := make([]int, 0, len(skip))
+				for k := range skip {
+					keys = append(keys, k)
+				}
+				sort.Ints(keys)
+				consider(choice{
+					Candidate: Candidate{GPU: s.dev.Index(), Start: o.Placement.Start, Before: before, After: after,
+						UsedSlices: current.Slices, Destroys: len(skip)},
+					slot: s, destroy: keys,
+				})
+			}
+		}
+	}
+	if best == nil {
+		return Plan{}, false
+	}
+	plan := Plan{Profile: profile, GPU: best.GPU, Reachable: best.After, Before: best.Before}
+	for _, k := range best.destroy {
+		r := best.slot.records[k]
+		plan.Steps = append(plan.Steps, Step{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID})
+	}
+	opt, _ := best.slot.geo.OptionAt(profile, best.Start)
+	plan.Steps = append(plan.Steps, Step{Kind: StepCreate, GPU: best.GPU, Profile: profile, Placement: opt.Placement})
+	return plan, true
+}
+
+// destroySets lists the sets of idle records that may be destroyed: only the
+// empty set without reclaim, otherwise every non-empty subset of the idle
+// records. Smaller sets win in Policy.Better, so the plan destroys as few as
+// it can. A GPU holds at most a handful of instances, so this stays small.
+func (p *Partitioner) destroySets(s *slot, reclaim bool) []map[int]bool {
+	if !reclaim {
+		return []map[int]bool{nil}
+	}
+	var idle []int
+	for key, r := range s.records {
+		if r.State == Idle {
+			idle = append(idle, key)
+		}
+	}
+	sort.Ints(idle)
+	var sets []map[int]bool
+	for m := uint(1); m < 1<<len(idle); m++ {
+		set := make(map[int]bool, bits.OnesCount(m))
+		for i, key := range idle {
+			if m&(1<<i) != 0 {
+				set[key] = true
+			}
+		}
+		sets = append(sets, set)
+	}
+	return sets
+}
+
+// profileCount counts a profile's instances on a slot, leaving skip out: the
+// driver caps each profile's count (e.g. one 1g.5gb+me per GPU).
+func profileCount(s *slot, profile string, skip map[int]bool) int {
+	n := 0
+	for key, r := range s.records {
+		if r.Profile == profile && !skip[key] {
+			n++
+		}
+	}
+	return n
+}

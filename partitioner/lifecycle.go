@@ -1,0 +1,202 @@
+package partitioner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/migpro/migpro/partitioner/gpu"
+)
+
+// Allocate meets a request for a profile and hands the instance to owner. An
+// empty owner provisions an idle instance (for a warm pool, or for the
+// kubelet to assign). It returns the instance and the plan that made it.
+func (p *Partitioner) Allocate(ctx context.Context, profile, owner string) (Instance, Plan, error) {
+	p.mu.Lock()
+	plan, err := p.decide(profile)
+	if err != nil {
+		p.mu.Unlock()
+		return Instance{}, plan, err
+	}
+	if plan.Reuse != nil {
+		if owner != "" {
+			plan.Reuse.State, plan.Reuse.Owner = InUse, owner
+		}
+		inst := *plan.Reuse
+		p.mu.Unlock()
+		p.changed()
+		return inst, plan, nil
+	}
+	s := p.slotOf(plan.GPU)
+	// Reserve: victims become Destroying and the new placement is held by a
+	// pending record, so concurrent decisions leave both alone.
+	victims := map[int]Instance{}
+	for _, st := range plan.Steps {
+		if st.Kind == StepDestroy {
+			r := s.records[st.GIID]
+			r.State = Destroying
+			victims[st.GIID] = *r
+		}
+	}
+	create := plan.Steps[len(plan.Steps)-1]
+	tempKey := s.nextTemp
+	s.nextTemp--
+	s.records[tempKey] = &Instance{
+		Instance: gpu.Instance{GPU: plan.GPU, GIID: tempKey, CIID: gpu.NoComputeInstance, ProfileID: s.profiles[profile].ID, Placement: create.Placement},
+		Profile:  profile, State: Creating,
+	}
+	p.mu.Unlock()
+
+	made, destroyed, err := p.execute(ctx, s, plan, victims)
+
+	s.nvml.Lock()
+	p.mu.Lock()
+	delete(s.records, tempKey)
+	for _, gi := range destroyed {
+		delete(s.records, gi)
+	}
+	var inst Instance
+	if err != nil {
+		for gi := range victims {
+			if r, ok := s.records[gi]; ok {
+				r.State = Idle
+			}
+		}
+		p.resync(s)
+	} else {
+		inst = Instance{Instance: made, Profile: profile, State: Idle}
+		if owner != "" {
+			inst.State, inst.Owner = InUse, owner
+		}
+		rec := inst
+		s.records[made.GIID] = &rec
+	}
+	p.mu.Unlock()
+	s.nvml.Unlock()
+	p.changed()
+	if err != nil {
+		return Instance{}, plan, fmt.Errorf("allocate %s: %w", profile, err)
+	}
+	return inst, plan, nil
+}
+
+// Assign marks an idle instance as in use by owner (e.g. the kubelet gave it
+// to a pod).
+func (p *Partitioner) Assign(uuid, owner string) (Instance, error) {
+	p.mu.Lock()
+	r, err := p.find(uuid)
+	if err == nil {
+		switch r.State {
+		case Idle:
+			r.State, r.Owner = InUse, owner
+		case InUse:
+			if r.Owner != owner {
+				err = fmt.Errorf("assign %s to %s: held by %s: %w", uuid, owner, r.Owner, ErrInstanceInUse)
+			}
+		default:
+			err = fmt.Errorf("assign %s: instance is %s", uuid, r.State)
+		}
+	}
+	var out Instance
+	if r != nil {
+		out = *r
+	}
+	p.mu.Unlock()
+	if err == nil {
+		p.changed()
+	}
+	return out, err
+}
+
+// Release returns an in-use instance to idle. Releasing an idle instance is a
+// no-op, so a repeated release is harmless.
+func (p *Partitioner) Release(uuid string) (Instance, error) {
+	p.mu.Lock()
+	r, err := p.find(uuid)
+	var out Instance
+	if err == nil {
+		if r.State == InUse {
+			r.State, r.Owner = Idle, ""
+		}
+		out = *r
+	}
+	p.mu.Unlock()
+	if err == nil {
+		p.changed()
+	}
+	return out, err
+}
+
+// Destroy destroys an idle instance. In-use instances are refused.
+func (p *Partitioner) Destroy(ctx context.Context, uuid string) error {
+	p.mu.Lock()
+	r, err := p.find(uuid)
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	if r.State != Idle {
+		p.mu.Unlock()
+		return fmt.Errorf("destroy %s: it is %s: %w", r, r.State, ErrInstanceInUse)
+	}
+	s := p.slotOf(r.GPU)
+	r.State = Destroying
+	victim := *r
+	p.mu.Unlock()
+
+	plan := Plan{Profile: r.Profile, GPU: r.GPU, Steps: []Step{{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID}}}
+	_, destroyed, err := p.execute(ctx, s, plan, map[int]Instance{victim.GIID: victim})
+
+	s.nvml.Lock()
+	p.mu.Lock()
+	if len(destroyed) == 1 {
+		delete(s.records, victim.GIID)
+	} else if rec, ok := s.records[victim.GIID]; ok {
+		rec.State = Idle
+		p.resync(s)
+	}
+	p.mu.Unlock()
+	s.nvml.Unlock()
+	p.changed()
+	if err != nil {
+		return fmt.Errorf("destroy %s: %w", uuid, err)
+	}
+	return nil
+}
+
+// Find returns the record of an instance by MIG UUID.
+func (p *Partitioner) Find(uuid string) (Instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, err := p.find(uuid)
+	if err != nil {
+		return Instance{}, err
+	}
+	return *r, nil
+}
+
+func (p *Partitioner) find(uuid string) (*Instance, error) {
+	for _, s := range p.slots {
+		for _, r := range s.records {
+			if r.UUID == uuid && uuid != "" {
+				return r, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", uuid, ErrUnknownInstance)
+}
+
+func (p *Partitioner) slotOf(gpuIndex int) *slot {
+	for _, s := range p.slots {
+		if s.dev.Index() == gpuIndex {
+			return s
+		}
+	}
+	panic(fmt.Sprintf("partitioner: no GPU %d", gpuIndex))
+}
+
+// Plan returns what Allocate would do for a profile now, without doing it.
+func (p *Partitioner) Plan(profile string) (Plan, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.decide(profile)
+}
