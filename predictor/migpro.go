@@ -1,0 +1,200 @@
+package predictor
+
+// migpro extends Algorithm 1 where the thesis names its weak spots:
+//   - the fit covers only a sliding window of the peak series, so a warm-up
+//     ramp leaves it instead of tilting it for the whole run;
+//   - it fits three windows at once (Window, Window/2, Window/4 samples), so
+//     growth that starts late is seen within a short window's worth of
+//     samples while a long window still averages slow growth;
+//   - with no horizon it marks on time to OOM: the upper bound a·t+b+z·σ
+//     crosses capacity within a lead time tied to how long it has watched;
+//   - it marks only on sustained growth (see growing), which turns a plateau,
+//     the end of a warm-up, a periodic peak or a one-off burst into "no";
+//   - Persist consecutive positive samples are needed, after MinSamples.
+//
+// The peak series is fitted, not the raw one: bursts from temporary buffers
+// raise it once and then leave it flat, so they cannot fake a trend.
+type migpro struct {
+	ring   []point // the last Window samples of the peak series
+	head   int     // next slot to write
+	count  int
+	sinceR int // samples since the fits were last rebuilt from the ring
+	streak int
+	sc     [scales]scale
+}
+
+type point struct{ t, y float64 }
+
+// scale is a fit over the newest size points of the ring.
+type scale struct {
+	fit  linFit
+	size int
+	held int
+}
+
+const (
+	scales   = 3
+	quarters = 4
+	// aliveRatio is the share of the fitted rise each quarter must reach. A
+	// saturating warm-up falls below it within a few samples of levelling
+	// off; a noisy line's running peak stays near one.
+	aliveRatio = 0.6
+	// refreshEvery bounds rounding drift from add/remove on long runs. A
+	// rebuild costs about 2·Window operations, so per sample the cost stays
+	// O(1) amortised.
+	refreshEvery = 4096
+)
+
+func newMigpro(window int) *migpro {
+	m := &migpro{ring: make([]point, window)}
+	for i := range m.sc {
+		m.sc[i].size = max(quarters+1, window>>i)
+	}
+	return m
+}
+
+// back returns the point k samples before the newest (k < count).
+func (m *migpro) back(k int) point {
+	n := len(m.ring)
+	return m.ring[((m.head-1-k)%n+n)%n]
+}
+
+func (m *migpro) push(t, y float64) {
+	for i := range m.sc {
+		s := &m.sc[i]
+		if s.held == s.size {
+			old := m.back(s.size - 1)
+			s.fit.remove(old.t, old.y)
+		} else {
+			s.held++
+		}
+		s.fit.add(t, y)
+	}
+	m.ring[m.head] = point{t, y}
+	m.head = (m.head + 1) % len(m.ring)
+	m.count = min(m.count+1, len(m.ring))
+	if m.sinceR++; m.sinceR >= refreshEvery {
+		m.rebuild()
+	}
+}
+
+func (m *migpro) rebuild() {
+	for i := range m.sc {
+		s := &m.sc[i]
+		s.fit.reset()
+		for k := s.held - 1; k >= 0; k-- {
+			q := m.back(k)
+			s.fit.add(q.t, q.y)
+		}
+	}
+	m.sinceR = 0
+}
+
+func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
+	m.push(s.T, p.peak)
+	capacity := float64(p.cfg.Capacity)
+	if p.peak >= capacity {
+		// Already at the limit: nothing to forecast, no reason to wait.
+		return m.decide(p, &m.sc[0], s.T, s.T, 0, ReasonOverCapacity)
+	}
+	if p.n < p.cfg.MinSamples {
+		m.streak = 0
+		return Decision{}, false
+	}
+	for i := range m.sc {
+		sc := &m.sc[i]
+		if i > 0 && sc.held == m.sc[i-1].held {
+			break // same points as the longer window: nothing new to learn
+		}
+		target, tto, reason, hit := m.check(p, sc, s.T)
+		if !hit {
+			continue
+		}
+		if m.streak++; m.streak < p.cfg.Persist {
+			return Decision{}, false
+		}
+		return m.decide(p, sc, s.T, target, tto, reason)
+	}
+	m.streak = 0
+	return Decision{}, false
+}
+
+// check reports whether one window sees sustained growth that exceeds
+// capacity by the horizon or within the lead time.
+func (m *migpro) check(p *Predictor, sc *scale, now float64) (target, tto float64, reason Reason, hit bool) {
+	if !m.growing(sc, p.cfg.Z) {
+		return 0, 0, "", false
+	}
+	capacity := float64(p.cfg.Capacity)
+	upper := func(t float64) float64 { return sc.fit.at(t) + p.cfg.Z*sc.fit.sigma() }
+	if h := p.cfg.Horizon; h > now {
+		return h, 0, ReasonHorizon, upper(h) > capacity
+	}
+	lead := max(p.cfg.MinLead, p.cfg.LeadFactor*(now-p.first))
+	tto = max(0, (capacity-upper(now))/sc.fit.slope())
+	return now + lead, tto, ReasonTimeToOOM, tto <= lead
+}
+
+// growing is the trend gate for one window. The slope must be significant at
+// z, and the peak must have risen in every quarter of the window by at least
+// aliveRatio of what the fit predicts for that quarter. One jump (an
+// evaluation peak, a new largest burst) rises in one quarter only; a warm-up
+// levelling off fails its latest quarters; a plateau rises in none. Real
+// growth, linear or in regular steps no longer than a quarter window, rises in
+// all four.
+func (m *migpro) growing(sc *scale, z float64) bool {
+	a := sc.fit.slope()
+	if a <= 0 || a < z*sc.fit.slopeSE() {
+		return false
+	}
+	k := (sc.held - 1) / quarters
+	if k < 1 {
+		return false
+	}
+	newer := m.back(0)
+	for i := 1; i <= quarters; i++ {
+		older := m.back(i * k)
+		dt := newer.t - older.t
+		if dt <= 0 || newer.y-older.y < aliveRatio*a*dt {
+			return false
+		}
+		newer = older
+	}
+	return true
+}
+
+func (m *migpro) decide(p *Predictor, sc *scale, now, target, tto float64, reason Reason) (Decision, bool) {
+	capacity := float64(p.cfg.Capacity)
+	central, sd := p.peak, 0.0
+	if sc.fit.n >= 2 {
+		central, sd = max(sc.fit.at(max(target, now)), p.peak), sc.fit.sigma()
+	}
+	d := Decision{
+		Reason:     reason,
+		Forecast:   toBytes(central + p.cfg.Z*sd),
+		Confidence: exceedProb(central, sd, capacity),
+	}
+	switch reason {
+	case ReasonOverCapacity:
+		d.Confidence = 1
+	case ReasonHorizon:
+		d.Horizon = target
+	default:
+		d.TimeToOOM = tto
+	}
+	return d, true
+}
+
+// forecast extrapolates the longest window only while it sees sustained
+// growth; otherwise the peak so far is the best estimate of the peak to come,
+// which is what keeps a finished warm-up from being projected to the horizon.
+func (m *migpro) forecast(p *Predictor, t float64) (float64, bool) {
+	sc := &m.sc[0]
+	if sc.fit.n < 2 {
+		return 0, false
+	}
+	if !m.growing(sc, p.cfg.Z) {
+		return p.peak, true
+	}
+	return max(sc.fit.at(t), p.peak), true
+}

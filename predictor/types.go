@@ -1,0 +1,175 @@
+package predictor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/migpro/migpro/estimator"
+)
+
+// Sample is one point of a container's memory series.
+type Sample struct {
+	// T is seconds or an iteration index; it must not go backwards.
+	T float64
+	// Used is the memory the program actively holds, the quantity whose
+	// excess causes an OOM (allocated, not the framework's cache).
+	Used uint64
+	// Requested is the bytes the program asked its allocator for, when the
+	// shim reports it; zero means unknown. Only the baseline uses it.
+	Requested uint64
+}
+
+// Algorithm selects how the series is read.
+type Algorithm string
+
+const (
+	// Baseline is the thesis's Algorithm 1: a fit from the start, forecast at
+	// a known horizon, decided once at convergence.
+	Baseline Algorithm = "baseline"
+	// Migpro is the improved predictor: a windowed fit, time to OOM when the
+	// horizon is unknown, and gates against warm-up, bursts and plateaus.
+	Migpro Algorithm = "migpro"
+)
+
+// Z99 is the two-sided 99% normal quantile the thesis uses for the bound.
+const Z99 = 2.576
+
+// Config tunes a predictor. Zero fields take the documented defaults, so
+// Config{Capacity: c} is a working migpro predictor.
+type Config struct {
+	Algorithm Algorithm
+	// Capacity is the instance's usable memory in bytes. Required.
+	Capacity uint64
+	// Horizon is the expected end of the workload in T units; zero means
+	// unknown. The baseline cannot run without it.
+	Horizon float64
+	// Z multiplies the residual standard deviation in the upper bound.
+	// Default Z99.
+	Z float64
+
+	// MinSamples is the number of samples before any mark. Default 8 for
+	// migpro and 3 for the baseline (the thesis marks at batch 6).
+	MinSamples int
+
+	// ConvergeWindow and ConvergeTol define the baseline's convergence: the
+	// last ConvergeWindow forecasts lie within ConvergeTol of their mean
+	// (relative). Defaults 3 and 0.05.
+	ConvergeWindow int
+	ConvergeTol    float64
+
+	// Window is migpro's fit window in samples. Default 24: long enough to
+	// average noise, short enough that warm-up leaves the fit within a few
+	// dozen samples.
+	Window int
+	// LeadFactor and MinLead set migpro's lead time when the horizon is
+	// unknown: it marks when the time to OOM is under
+	// max(MinLead, LeadFactor × elapsed). Tying the lead to the elapsed time
+	// means a line is never extrapolated much further than it was observed.
+	// Defaults 1.5 and 0.
+	LeadFactor float64
+	MinLead    float64
+	// Persist is how many consecutive samples must agree before migpro marks;
+	// this is the hysteresis against one-sample flukes. Default 3.
+	Persist int
+
+	// Profiles, ContextBytes and Margin choose the readmission profile:
+	// the smallest profile holding forecast×(1+Margin)+ContextBytes.
+	// Defaults: no profiles (no recommendation), 0 context, 0.10 margin.
+	Profiles     []estimator.ProfileSize
+	ContextBytes uint64
+	Margin       float64
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Algorithm == "" {
+		c.Algorithm = Migpro
+	}
+	if c.Algorithm != Baseline && c.Algorithm != Migpro {
+		return c, fmt.Errorf("predictor: unknown algorithm %q (want %q or %q)", c.Algorithm, Baseline, Migpro)
+	}
+	if c.Capacity == 0 {
+		return c, errors.New("predictor: capacity must be positive")
+	}
+	if c.Horizon < 0 || math.IsNaN(c.Horizon) || math.IsInf(c.Horizon, 0) {
+		return c, fmt.Errorf("predictor: horizon %v must be a finite non-negative number", c.Horizon)
+	}
+	if c.Algorithm == Baseline && c.Horizon == 0 {
+		return c, errors.New("predictor: the baseline algorithm needs a horizon")
+	}
+	if c.Z == 0 {
+		c.Z = Z99
+	}
+	if c.MinSamples == 0 {
+		c.MinSamples = 16
+		if c.Algorithm == Baseline {
+			c.MinSamples = 3
+		}
+	}
+	if c.ConvergeWindow == 0 {
+		c.ConvergeWindow = 3
+	}
+	if c.ConvergeWindow > maxConvergeWindow {
+		return c, fmt.Errorf("predictor: convergence window %d over the limit %d", c.ConvergeWindow, maxConvergeWindow)
+	}
+	if c.ConvergeTol == 0 {
+		c.ConvergeTol = 0.05
+	}
+	if c.Window == 0 {
+		c.Window = 48
+	}
+	if c.Window < 4 {
+		return c, fmt.Errorf("predictor: window %d too short (at least 4)", c.Window)
+	}
+	if c.LeadFactor == 0 {
+		c.LeadFactor = 1.5
+	}
+	if c.Persist == 0 {
+		c.Persist = 3
+	}
+	if c.Margin == 0 {
+		c.Margin = 0.10
+	}
+	if c.Z < 0 || c.MinSamples < 2 || c.ConvergeWindow < 2 || c.ConvergeTol < 0 ||
+		c.LeadFactor < 0 || c.MinLead < 0 || c.Persist < 1 || c.Margin < 0 {
+		return c, fmt.Errorf("predictor: invalid config %+v", c)
+	}
+	return c, nil
+}
+
+const maxConvergeWindow = 16
+
+// Reason says why a container was marked.
+type Reason string
+
+const (
+	// ReasonHorizon: the upper bound at the known horizon exceeds capacity.
+	ReasonHorizon Reason = "forecast-exceeds-capacity-at-horizon"
+	// ReasonTimeToOOM: the upper bound crosses capacity sooner than the lead time.
+	ReasonTimeToOOM Reason = "time-to-oom-within-lead"
+	// ReasonOverCapacity: usage already reached capacity, with no warning.
+	ReasonOverCapacity Reason = "usage-at-capacity"
+)
+
+// Decision is a mark: the container should move to a larger instance.
+type Decision struct {
+	Reason Reason `json:"reason"`
+	// At is the sample time of the mark; Samples how many were seen.
+	At      float64 `json:"at"`
+	Samples int     `json:"samples"`
+	// Forecast is the peak the container is expected to need, in bytes: the
+	// upper bound at the horizon, or at the end of the lead time when the
+	// horizon is unknown.
+	Forecast uint64 `json:"forecast"`
+	// Confidence is the fitted model's probability that usage at that point
+	// exceeds capacity (normal residuals).
+	Confidence float64 `json:"confidence"`
+	// Horizon is the horizon used, zero when unknown; TimeToOOM is then the
+	// T distance from the mark to the bound's crossing of capacity.
+	Horizon   float64 `json:"horizon,omitempty"`
+	TimeToOOM float64 `json:"timeToOOM,omitempty"`
+	// Profile is the recommended readmission profile, empty without a
+	// profile list; Fits is false when even the largest profile is short.
+	Profile string `json:"profile,omitempty"`
+	Fits    bool   `json:"fits"`
+}
