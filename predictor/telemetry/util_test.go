@@ -1,0 +1,5 @@
+package telemetry
+
+import "os"
+
+func mkdirTemp() (string, error) { return os.MkdirTemp("", "tb") }
