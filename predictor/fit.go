@@ -5,8 +5,10 @@ import "math"
 // linFit is an incremental least-squares fit of y = a·x + b. It keeps centred
 // moments (Welford's update) instead of raw sums because x can be a Unix
 // timestamp and y a byte count: raw Σx² and Σy² would lose every significant
-// digit of the residual variance in float64.
+// digit of the residual variance in float64. x is also taken relative to the
+// first point added, so the means are small numbers with fine resolution.
 type linFit struct {
+	ox, oy        float64 // origin: the first point since the last reset
 	n             float64
 	mx, my        float64
 	cxx, cxy, cyy float64
@@ -15,6 +17,10 @@ type linFit struct {
 func (f *linFit) reset() { *f = linFit{} }
 
 func (f *linFit) add(x, y float64) {
+	if f.n == 0 {
+		f.ox, f.oy = x, y
+	}
+	x, y = x-f.ox, y-f.oy
 	f.n++
 	dx := x - f.mx
 	f.mx += dx / f.n
@@ -34,6 +40,7 @@ func (f *linFit) remove(x, y float64) {
 		f.reset()
 		return
 	}
+	x, y = x-f.ox, y-f.oy
 	n1 := f.n - 1
 	mx := (f.n*f.mx - x) / n1
 	my := (f.n*f.my - y) / n1
@@ -59,7 +66,7 @@ func (f *linFit) slope() float64 {
 
 // at evaluates the fitted line at x, anchored at the means so that a large x
 // offset never meets a large intercept.
-func (f *linFit) at(x float64) float64 { return f.my + f.slope()*(x-f.mx) }
+func (f *linFit) at(x float64) float64 { return f.oy + f.my + f.slope()*(x-f.ox-f.mx) }
 
 // sigma is the residuals' standard deviation with n-2 degrees of freedom,
 // the usual unbiased estimate for a two-parameter fit.

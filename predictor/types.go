@@ -48,8 +48,12 @@ type Config struct {
 	// Default Z99.
 	Z float64
 
-	// MinSamples is the number of samples before any mark. Default 8 for
-	// migpro and 3 for the baseline (the thesis marks at batch 6).
+	// MinSamples is the number of samples before any mark. Default 16 for
+	// migpro: a ramp that stops after 15 samples (the first tooth of the
+	// sawtooth trace) is indistinguishable from growth while it lasts, and at
+	// 12 every seeded sawtooth was marked. Default 3 for the baseline, which
+	// with a convergence window of 3 lets it mark at sample 5 or 6 as the
+	// thesis did.
 	MinSamples int
 
 	// ConvergeWindow and ConvergeTol define the baseline's convergence: the
@@ -66,7 +70,8 @@ type Config struct {
 	// unknown: it marks when the time to OOM is under
 	// max(MinLead, LeadFactor × elapsed). Tying the lead to the elapsed time
 	// means a line is never extrapolated much further than it was observed.
-	// Defaults 1.5 and 0.
+	// Defaults 3 and 0: at 6 a finished warm-up was marked once in 1000 seeded
+	// traces, at 3 none were.
 	LeadFactor float64
 	MinLead    float64
 	// Persist is how many consecutive samples must agree before migpro marks;
@@ -122,7 +127,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("predictor: window %d too short (at least 4)", c.Window)
 	}
 	if c.LeadFactor == 0 {
-		c.LeadFactor = 1.5
+		c.LeadFactor = 3
 	}
 	if c.Persist == 0 {
 		c.Persist = 3

@@ -1,0 +1,3 @@
+package predictor
+
+//go:generate go run ./internal/gentraces -out testdata
