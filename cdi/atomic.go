@@ -1,0 +1,87 @@
+package cdi
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The CDI library's own Cache.WriteSpec also renames a temp file into place,
+// but it leaves the file at os.CreateTemp's mode 0600, and migpro's specs must
+// be readable by non-root consumers (mode 0644). So the Writer does its own
+// atomic write and uses the library to validate the bytes before they become
+// visible.
+//
+// The rename makes a replacement atomic for every reader and across a crash
+// of the agent. fsync only adds safety against a power loss, after which the
+// MIG instances are gone too (they do not survive a reboot) and /var/run is
+// empty; it costs milliseconds per write on a disk, so it is an option
+// (WithFsync) for spec directories that outlive a reboot, such as /etc/cdi.
+
+// Temp files are named ".<final name>.<random>.tmp": hidden, and their ".tmp"
+// suffix keeps CDI consumers from reading them (they read only .json and
+// .yaml).
+
+const specFileMode = 0o644
+
+// writeFileAtomic writes data to dir/name through a temp file in dir. check
+// runs on the complete temp file before the rename; if it fails, nothing is
+// left behind.
+func writeFileAtomic(dir, name string, data []byte, durable bool, check func(path string) error) (err error) {
+	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("create temp spec in %s: %w", dir, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err == nil {
+		if err = tmp.Chmod(specFileMode); err == nil && durable {
+			err = tmp.Sync()
+		}
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write temp spec %s: %w", tmp.Name(), err)
+	}
+	if check != nil {
+		if err = check(tmp.Name()); err != nil {
+			return err
+		}
+	}
+	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("install spec %s: %w", name, err)
+	}
+	if durable {
+		syncDir(dir)
+	}
+	return nil
+}
+
+// syncDir makes a rename or removal in dir durable. Failure only weakens
+// durability, not atomicity, so it is ignored.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
+
+// removeStaleTemps deletes the temp files a crashed writer left in dir for
+// final names starting with prefix.
+func removeStaleTemps(dir, prefix string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, "."+prefix) && strings.HasSuffix(n, ".tmp") {
+			_ = os.Remove(filepath.Join(dir, n))
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package cdi
+
+import (
+	"github.com/sirupsen/logrus"
+	specs "tags.cncf.io/container-device-interface/specs-go"
+)
+
+const (
+	// DefaultSpecDir is where podman and containerd look for runtime-made
+	// specs (podman 4.3 reads only /etc/cdi and /var/run/cdi).
+	DefaultSpecDir = "/var/run/cdi"
+	// DefaultKind is migpro's CDI kind. It is never NVIDIA's "nvidia.com/gpu".
+	DefaultKind = "migpro.dev/mig"
+)
+
+// Option configures a Writer.
+type Option func(*config)
+
+type config struct {
+	dir   string
+	kind  string
+	extra specs.ContainerEdits
+	fsync bool
+	log   logrus.FieldLogger
+}
+
+// WithSpecDir sets the directory the specs are written to.
+func WithSpecDir(dir string) Option { return func(c *config) { c.dir = dir } }
+
+// WithKind sets the CDI kind, "vendor/class", of every spec.
+func WithKind(kind string) Option { return func(c *config) { c.kind = kind } }
+
+// WithExtraEdits adds edits (hooks, mounts, env, device nodes) to every
+// instance's device, after migpro's own. The agent passes the hook package's
+// telemetry hook, shim mount and env here. The edits are copied.
+func WithExtraEdits(e specs.ContainerEdits) Option {
+	return func(c *config) { c.extra = cloneEdits(e) }
+}
+
+// WithLogger sets the logger; the default is logrus's standard logger.
+func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = l } }
+
+// WithFsync makes every write and removal durable against power loss (fsync
+// of the file and the directory). Off by default: specs in /var/run and the
+// MIG instances they describe both end with a reboot, and the rename alone is
+// atomic for every reader and across an agent crash.
+func WithFsync(on bool) Option { return func(c *config) { c.fsync = on } }
