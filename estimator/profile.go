@@ -81,11 +81,11 @@ func SortProfiles(profiles []ProfileSize) {
 	sort.SliceStable(profiles, func(i, j int) bool { return tighter(profiles[i], profiles[j]) })
 }
 
-// FormatBytes renders bytes as GiB with one decimal ("7.0 GiB"), or MiB below
-// one GiB, which is how people read GPU memory.
+// FormatBytes renders bytes as GiB with one decimal ("7.0 GiB", "0.5 GiB"),
+// or MiB below a tenth of a GiB, which is how people read GPU memory.
 func FormatBytes(b uint64) string {
 	const mib, gib = 1 << 20, 1 << 30
-	if b >= gib {
+	if b >= gib/10 {
 		return fmt.Sprintf("%.1f GiB", float64(b)/gib)
 	}
 	return fmt.Sprintf("%.0f MiB", float64(b)/mib)
