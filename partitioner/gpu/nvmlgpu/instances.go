@@ -114,6 +114,9 @@ func (d *Device) DestroyGPUInstance(giID int) error {
 
 // Instances lists every GI on the device in slot order, half-made ones
 // (no compute instance) included with CIID set to gpu.NoComputeInstance.
+// A listing is a snapshot taken call by call: an instance destroyed while it
+// runs (by another goroutine or another NVML client) is left out rather
+// than failing the whole listing.
 func (d *Device) Instances() ([]gpu.Instance, error) {
 	d.mu.Lock()
 	err := d.loadProfilesLocked()
@@ -137,6 +140,9 @@ func (d *Device) Instances() ([]gpu.Instance, error) {
 		}
 		for _, gi := range gis {
 			giInfo, ret := gi.GetInfo()
+			if vanished(ret) {
+				continue
+			}
 			if ret != nvml.SUCCESS {
 				return nil, driverError(fmt.Sprintf("read a GPU instance of profile %d on GPU %d", infos[i].Id, d.index), ret)
 			}

@@ -35,14 +35,18 @@ func (d *Device) migDevices() (map[migKey]migDevice, error) {
 			return nil, driverError(fmt.Sprintf("get MIG device %d of GPU %d", i, d.index), ret)
 		}
 		m := migDevice{handle: h}
-		if m.gi, ret = h.GetGpuInstanceId(); ret != nvml.SUCCESS {
-			return nil, driverError(fmt.Sprintf("read GPU-instance id of MIG device %d on GPU %d", i, d.index), ret)
+		m.gi, ret = h.GetGpuInstanceId()
+		if ret == nvml.SUCCESS {
+			m.ci, ret = h.GetComputeInstanceId()
 		}
-		if m.ci, ret = h.GetComputeInstanceId(); ret != nvml.SUCCESS {
-			return nil, driverError(fmt.Sprintf("read compute-instance id of MIG device %d on GPU %d", i, d.index), ret)
+		if ret == nvml.SUCCESS {
+			m.uuid, ret = h.GetUUID()
 		}
-		if m.uuid, ret = h.GetUUID(); ret != nvml.SUCCESS {
-			return nil, driverError(fmt.Sprintf("read UUID of MIG device %d on GPU %d", i, d.index), ret)
+		if vanished(ret) {
+			continue
+		}
+		if ret != nvml.SUCCESS {
+			return nil, driverError(fmt.Sprintf("read MIG device %d of GPU %d", i, d.index), ret)
 		}
 		out[migKey{m.gi, m.ci}] = m
 	}
@@ -106,11 +110,18 @@ func (d *Device) computeInstances(gi nvml.GpuInstance, giInfo nvml.GpuInstanceIn
 	var out []computeInstance
 	for i := range profiles {
 		cis, ret := gi.GetComputeInstances(&profiles[i])
+		if vanished(ret) {
+			// The GI went away under us; it has no compute instances now.
+			return nil, nil
+		}
 		if ret != nvml.SUCCESS {
 			return nil, driverError(fmt.Sprintf("list compute instances of profile %d on GPU instance %d", profiles[i].Id, giInfo.Id), ret)
 		}
 		for _, ci := range cis {
 			info, ret := ci.GetInfo()
+			if vanished(ret) {
+				continue
+			}
 			if ret != nvml.SUCCESS {
 				return nil, driverError(fmt.Sprintf("read a compute instance of GPU instance %d", giInfo.Id), ret)
 			}
@@ -119,4 +130,10 @@ func (d *Device) computeInstances(gi nvml.GpuInstance, giInfo nvml.GpuInstanceIn
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
+}
+
+// vanished reports the codes a handle answers with once its instance has
+// been destroyed between being listed and being read.
+func vanished(ret nvml.Return) bool {
+	return ret == nvml.ERROR_INVALID_ARGUMENT || ret == nvml.ERROR_NOT_FOUND
 }
