@@ -24,6 +24,9 @@ type Device struct {
 	mu       sync.Mutex
 	profiles []gpu.Profile
 	infos    map[int]nvml.GpuInstanceProfileInfo
+	// ciByGI caches each GI profile's compute profiles, which are as fixed
+	// as the GI profiles and would otherwise cost nine calls per listed GI.
+	ciByGI map[uint32][]nvml.ComputeInstanceProfileInfo
 }
 
 var _ gpu.Device = (*Device)(nil)

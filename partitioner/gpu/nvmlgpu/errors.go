@@ -65,14 +65,3 @@ var kinds = map[nvml.Return]error{
 func driverError(op string, ret nvml.Return) error {
 	return &gpu.DriverError{Op: op, Code: CodeName(ret), Kind: kinds[ret]}
 }
-
-// ReturnFor maps a gpu sentinel back to the NVML code the driver would use.
-// The simulator's fault injection and tests use it to speak in either terms.
-func ReturnFor(kind error) (nvml.Return, bool) {
-	for ret, k := range kinds {
-		if k == kind {
-			return ret, true
-		}
-	}
-	return nvml.SUCCESS, false
-}

@@ -71,7 +71,13 @@ func (d *Device) migDevicesOf(giID int) ([]migDevice, error) {
 
 // ciProfiles lists the compute-instance profiles a GI supports.
 func (d *Device) ciProfiles(gi nvml.GpuInstance, giInfo nvml.GpuInstanceInfo) ([]nvml.ComputeInstanceProfileInfo, error) {
-	var out []nvml.ComputeInstanceProfileInfo
+	d.mu.Lock()
+	cached, ok := d.ciByGI[giInfo.ProfileId]
+	d.mu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	out := []nvml.ComputeInstanceProfileInfo{}
 	for id := 0; id < nvml.COMPUTE_INSTANCE_PROFILE_COUNT; id++ {
 		info, ret := gi.GetComputeInstanceProfileInfo(id, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
 		if ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_INVALID_ARGUMENT {
@@ -82,6 +88,17 @@ func (d *Device) ciProfiles(gi nvml.GpuInstance, giInfo nvml.GpuInstanceInfo) ([
 		}
 		out = append(out, info)
 	}
+	if len(out) == 0 {
+		// Every GI profile has at least its full-size compute profile, so
+		// an empty answer means the GI vanished mid-walk; do not cache it.
+		return out, nil
+	}
+	d.mu.Lock()
+	if d.ciByGI == nil {
+		d.ciByGI = map[uint32][]nvml.ComputeInstanceProfileInfo{}
+	}
+	d.ciByGI[giInfo.ProfileId] = out
+	d.mu.Unlock()
 	return out, nil
 }
 
