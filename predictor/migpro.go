@@ -95,7 +95,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 	capacity := float64(p.cfg.Capacity)
 	if p.peak >= capacity {
 		// Already at the limit: nothing to forecast, no reason to wait.
-		return m.decide(p, &m.sc[0], s.T, s.T, 0, ReasonOverCapacity)
+		return m.decide(p, &m.sc[0], s.T, verdict{target: s.T, reason: ReasonOverCapacity})
 	}
 	if p.n < p.cfg.MinSamples {
 		m.streak = 0
@@ -106,33 +106,45 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 		if i > 0 && sc.held == m.sc[i-1].held {
 			break // same points as the longer window: nothing new to learn
 		}
-		target, tto, reason, hit := m.check(p, sc, s.T)
+		v, hit := m.check(p, sc, s.T)
 		if !hit {
 			continue
 		}
 		if m.streak++; m.streak < p.cfg.Persist {
 			return Decision{}, false
 		}
-		return m.decide(p, sc, s.T, target, tto, reason)
+		return m.decide(p, sc, s.T, v)
 	}
 	m.streak = 0
 	return Decision{}, false
 }
 
+// verdict is what check found: where to size the readmission (target),
+// where to judge the chance of an OOM (riskAt), and the time to OOM.
+type verdict struct {
+	target, riskAt, tto float64
+	reason              Reason
+}
+
 // check reports whether one window sees sustained growth that exceeds
 // capacity by the horizon or within the lead time.
-func (m *migpro) check(p *Predictor, sc *scale, now float64) (target, tto float64, reason Reason, hit bool) {
+func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 	if !m.growing(sc, p.cfg.Z) {
-		return 0, 0, "", false
+		return verdict{}, false
 	}
 	capacity := float64(p.cfg.Capacity)
 	upper := func(t float64) float64 { return sc.fit.at(t) + p.cfg.Z*sc.fit.sigma() }
 	if h := p.cfg.Horizon; h > now {
-		return h, 0, ReasonHorizon, upper(h) > capacity
+		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
-	lead := max(p.cfg.MinLead, p.cfg.LeadFactor*(now-p.first))
-	tto = max(0, (capacity-upper(now))/sc.fit.slope())
-	return now + lead, tto, ReasonTimeToOOM, tto <= lead
+	elapsed := now - p.first
+	lead := max(p.cfg.MinLead, p.cfg.LeadFactor*elapsed)
+	tto := max(0, (capacity-upper(now))/sc.fit.slope())
+	// With no horizon the size to readmit on is a guess: expect the run to
+	// last as long again as it has, and at least until the crossing.
+	return verdict{
+		target: now + max(tto, elapsed), riskAt: now + lead, tto: tto, reason: ReasonTimeToOOM,
+	}, tto <= lead
 }
 
 // growing is the trend gate for one window. The slope must be significant at
@@ -163,24 +175,22 @@ func (m *migpro) growing(sc *scale, z float64) bool {
 	return true
 }
 
-func (m *migpro) decide(p *Predictor, sc *scale, now, target, tto float64, reason Reason) (Decision, bool) {
-	capacity := float64(p.cfg.Capacity)
-	central, sd := p.peak, 0.0
-	if sc.fit.n >= 2 {
-		central, sd = max(sc.fit.at(max(target, now)), p.peak), sc.fit.sigma()
+// decide builds the mark. Forecast is the upper bound at the target;
+// Confidence is the fitted chance that usage exceeds capacity at riskAt (the
+// horizon, or the end of the lead time).
+func (m *migpro) decide(p *Predictor, sc *scale, now float64, v verdict) (Decision, bool) {
+	d := Decision{Reason: v.reason, Forecast: toBytes(p.peak), Confidence: 1}
+	if v.reason == ReasonOverCapacity || sc.fit.n < 2 {
+		return d, true
 	}
-	d := Decision{
-		Reason:     reason,
-		Forecast:   toBytes(central + p.cfg.Z*sd),
-		Confidence: exceedProb(central, sd, capacity),
-	}
-	switch reason {
-	case ReasonOverCapacity:
-		d.Confidence = 1
-	case ReasonHorizon:
-		d.Horizon = target
-	default:
-		d.TimeToOOM = tto
+	sd := sc.fit.sigma()
+	central := max(sc.fit.at(max(v.target, now)), p.peak)
+	d.Forecast = toBytes(central + p.cfg.Z*sd)
+	d.Confidence = exceedProb(max(sc.fit.at(v.riskAt), p.peak), sd, float64(p.cfg.Capacity))
+	if v.reason == ReasonHorizon {
+		d.Horizon = v.target
+	} else {
+		d.TimeToOOM = v.tto
 	}
 	return d, true
 }

@@ -69,7 +69,7 @@ func TestMigproMarksLinearGrowthOnceWithLead(t *testing.T) {
 	if at > 60 {
 		t.Errorf("marked at t=%v, want a lead of at least 25 samples", at)
 	}
-	if d.Reason != predictor.ReasonTimeToOOM || d.TimeToOOM <= 0 || d.Forecast <= 10*gib {
+	if d.Reason != predictor.ReasonTimeToOOM || d.TimeToOOM <= 0 || d.Forecast < 10*gib {
 		t.Errorf("decision %+v: want time-to-OOM reason, positive TTO, forecast over capacity", d)
 	}
 	if d.Confidence <= 0.5 || d.Confidence > 1 {

@@ -163,11 +163,13 @@ type Decision struct {
 	At      float64 `json:"at"`
 	Samples int     `json:"samples"`
 	// Forecast is the peak the container is expected to need, in bytes: the
-	// upper bound at the horizon, or at the end of the lead time when the
-	// horizon is unknown.
+	// upper bound at the horizon or, when the horizon is unknown, at the
+	// later of the crossing and twice the elapsed time (a run is expected to
+	// last as long again as it has so far).
 	Forecast uint64 `json:"forecast"`
-	// Confidence is the fitted model's probability that usage at that point
-	// exceeds capacity (normal residuals).
+	// Confidence is the fitted model's probability (normal residuals) that
+	// usage exceeds capacity at the horizon or, without one, by the end of
+	// the lead time; 1 when usage already reached capacity.
 	Confidence float64 `json:"confidence"`
 	// Horizon is the horizon used, zero when unknown; TimeToOOM is then the
 	// T distance from the mark to the bound's crossing of capacity.

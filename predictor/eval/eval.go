@@ -122,19 +122,27 @@ type Summary struct {
 	MeanLeadPct  float64 `json:"mean_lead_pct"`
 	NonGrowing   int     `json:"non_growing"`
 	FalseMarks   int     `json:"false_marks"`
-	MeanPeakErr  float64 `json:"mean_peak_error_at_10pct"`
+	// MeanPeakErr averages the 10% peak error over every trace with a
+	// forecast; MeanPeakErrGrowing over growing traces only, the thesis's
+	// kind of workload.
+	MeanPeakErr        float64 `json:"mean_peak_error_at_10pct"`
+	MeanPeakErrGrowing float64 `json:"mean_peak_error_at_10pct_growing"`
 }
 
 // Summarize averages leads over growing traces, counting a missed or
 // too-late mark as zero lead so that a silent predictor cannot look good.
 func Summarize(rs []Result) Summary {
 	var s Summary
-	var errSum float64
-	var errN int
+	var errSum, errGrowSum float64
+	var errN, errGrowN int
 	for _, r := range rs {
 		if r.PeakErrorAt10Pct != nil {
 			errSum += *r.PeakErrorAt10Pct
 			errN++
+			if r.OOM != nil {
+				errGrowSum += *r.PeakErrorAt10Pct
+				errGrowN++
+			}
 		}
 		if r.OOM == nil {
 			s.NonGrowing++
@@ -156,6 +164,9 @@ func Summarize(rs []Result) Summary {
 	}
 	if errN > 0 {
 		s.MeanPeakErr = errSum / float64(errN)
+	}
+	if errGrowN > 0 {
+		s.MeanPeakErrGrowing = errGrowSum / float64(errGrowN)
 	}
 	return s
 }

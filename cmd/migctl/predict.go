@@ -1,0 +1,320 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/eval"
+	"github.com/migpro/migpro/predictor/trace"
+)
+
+func init() {
+	register("predict", "score the predictor on memory traces", runPredict)
+}
+
+const predictUsage = "usage: migctl predict --capacity BYTES [--horizon T] [--algorithm baseline|migpro|both] [--gpu MODEL] [--output text|json] TRACE_OR_DIR…"
+
+// predictOpts is the parsed command line.
+type predictOpts struct {
+	capacity   uint64
+	horizon    float64
+	algorithms []predictor.Algorithm
+	profiles   []estimator.ProfileSize
+	context    uint64
+	json       bool
+	paths      []string
+}
+
+// scored is one trace's result for one algorithm. The algorithm key is only
+// written with --algorithm both, so the single-algorithm JSON keeps exactly
+// the documented keys.
+type scored struct {
+	eval.Result
+	Algorithm predictor.Algorithm `json:"algorithm,omitempty"`
+}
+
+func runPredict(args []string, stdout io.Writer) error {
+	opt, err := parsePredict(args)
+	if err != nil {
+		return err
+	}
+	traces, err := loadTraces(opt.paths)
+	if err != nil {
+		return usageError{err}
+	}
+	results := make(map[predictor.Algorithm][]eval.Result)
+	for _, alg := range opt.algorithms {
+		cfg := predictor.Config{
+			Algorithm: alg, Capacity: opt.capacity, Horizon: opt.horizon,
+			Profiles: opt.profiles, ContextBytes: opt.context,
+		}
+		for _, tr := range traces {
+			r, err := eval.Score(tr, eval.Options{Config: cfg})
+			if err != nil {
+				return usageError{err}
+			}
+			results[alg] = append(results[alg], r)
+		}
+	}
+	if opt.json {
+		return writePredictJSON(stdout, opt.algorithms, results)
+	}
+	return writePredictText(stdout, opt, results)
+}
+
+func parsePredict(args []string) (predictOpts, error) {
+	var opt predictOpts
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	capacity := fs.String("capacity", "", "the instance's usable memory: bytes, or a quantity such as 10Gi, 10GiB or 10G")
+	fs.Float64Var(&opt.horizon, "horizon", 0, "expected end of the workload, in t units (0: unknown)")
+	alg := fs.String("algorithm", "migpro", "baseline (Algorithm 1), migpro, or both side by side")
+	model := fs.String("gpu", "", "GPU model whose profiles to recommend from ("+strings.Join(sim.Models(), ", ")+")")
+	context := fs.String("context", "512Mi", "CUDA context overhead added when choosing a profile")
+	output := fs.String("output", "text", "text or json")
+	if err := parseFlags(fs, interspersed(fs, args)); err != nil {
+		return opt, err
+	}
+	if *capacity == "" {
+		return opt, usagef("--capacity is required; %s", predictUsage)
+	}
+	var err error
+	if opt.capacity, err = parseCapacity(*capacity); err != nil {
+		return opt, usagef("--capacity: %v", err)
+	}
+	if opt.horizon < 0 {
+		return opt, usagef("--horizon %v: must not be negative", opt.horizon)
+	}
+	switch *alg {
+	case "baseline", "migpro":
+		opt.algorithms = []predictor.Algorithm{predictor.Algorithm(*alg)}
+	case "both":
+		opt.algorithms = []predictor.Algorithm{predictor.Baseline, predictor.Migpro}
+	default:
+		return opt, usagef("--algorithm %q: want baseline, migpro or both", *alg)
+	}
+	switch *output {
+	case "text":
+	case "json":
+		opt.json = true
+	default:
+		return opt, usagef("--output %q: want text or json", *output)
+	}
+	if opt.context, err = parseCapacity(*context); err != nil {
+		return opt, usagef("--context: %v", err)
+	}
+	if *model != "" {
+		profs, err := sim.ModelProfiles(*model)
+		if err != nil {
+			return opt, usagef("--gpu: %v", err)
+		}
+		for _, p := range profs {
+			opt.profiles = append(opt.profiles, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
+		}
+	}
+	if opt.paths = fs.Args(); len(opt.paths) == 0 {
+		return opt, usagef("no trace files or directories given; %s", predictUsage)
+	}
+	return opt, nil
+}
+
+// interspersed moves flags that follow positional arguments to the front, so
+// "migctl predict traces/ --capacity 10Gi" works; Go's flag package would
+// stop at "traces/". Everything after "--" stays positional.
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && i+1 < len(args) {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	return append(append(flags, "--"), pos...)
+}
+
+// parseCapacity accepts Kubernetes quantities and the GiB/GB spellings people
+// type on a command line.
+func parseCapacity(s string) (uint64, error) {
+	q := strings.TrimSpace(s)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if strings.HasSuffix(q, u) {
+			q = strings.TrimSuffix(q, "B")
+		}
+	}
+	for long, short := range map[string]string{"kB": "k", "KB": "k", "MB": "M", "GB": "G", "TB": "T"} {
+		if strings.HasSuffix(q, long) {
+			q = strings.TrimSuffix(q, long) + short
+			break
+		}
+	}
+	b, err := estimator.ParseBytes(q)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want bytes or a size such as 10Gi, 10GiB or 10GB", s)
+	}
+	return b, nil
+}
+
+// loadTraces reads files and the *.csv files of directories, in name order.
+func loadTraces(paths []string) ([]trace.Trace, error) {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, unwrapPath(err))
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(p, "*.csv"))
+		if err != nil {
+			return nil, err
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("%s: no *.csv traces in directory", p)
+		}
+		sort.Strings(matches)
+		files = append(files, matches...)
+	}
+	out := make([]trace.Trace, 0, len(files))
+	for _, f := range files {
+		tr, err := trace.ReadFile(f)
+		if err != nil {
+			return nil, unwrapPath(err)
+		}
+		tr.Name = strings.TrimSuffix(filepath.Base(f), ".csv")
+		out = append(out, tr)
+	}
+	return out, nil
+}
+
+// unwrapPath drops os's "stat x:" prefix where the caller names the path.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}
+
+func writePredictJSON(w io.Writer, algs []predictor.Algorithm, results map[predictor.Algorithm][]eval.Result) error {
+	out := []scored{}
+	for _, alg := range algs {
+		for _, r := range results[alg] {
+			s := scored{Result: r}
+			if len(algs) > 1 {
+				s.Algorithm = alg
+			}
+			out = append(out, s)
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func writePredictText(w io.Writer, opt predictOpts, results map[predictor.Algorithm][]eval.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	horizon := "unknown (baseline uses each trace's last t)"
+	if opt.horizon > 0 {
+		horizon = fmt.Sprint(opt.horizon)
+	}
+	fmt.Fprintf(tw, "capacity %s (%d bytes), horizon %s\n", estimator.FormatBytes(opt.capacity), opt.capacity, horizon)
+	for _, alg := range opt.algorithms {
+		fmt.Fprintf(tw, "\n%s\nTRACE\tMARK\tOOM\tLEAD\tLEAD%%\tERR@10%%\tFALSE MARK\tPROFILE\tREASON\n", alg)
+		for _, r := range results[alg] {
+			reason, profile := "-", "-"
+			if r.Decision != nil {
+				reason = string(r.Decision.Reason)
+			}
+			if r.Profile != nil {
+				profile = *r.Profile
+				if !r.Decision.Fits {
+					profile += " (too small)"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Trace, fmtT(r.Mark), fmtT(r.OOM),
+				fmtInt(r.LeadSamples), fmtPct(r.LeadPct), fmtPct(r.PeakErrorAt10Pct), yesNo(r.FalseMark), profile, reason)
+		}
+	}
+	fmt.Fprintf(tw, "\nSUMMARY")
+	sums := make([]eval.Summary, len(opt.algorithms))
+	for i, alg := range opt.algorithms {
+		sums[i] = eval.Summarize(results[alg])
+		fmt.Fprintf(tw, "\t%s", alg)
+	}
+	fmt.Fprintln(tw)
+	rows := []struct {
+		name string
+		val  func(eval.Summary) string
+	}{
+		{"marked before OOM", func(s eval.Summary) string { return fmt.Sprintf("%d/%d", s.MarkedInTime, s.Growing) }},
+		{"mean lead (samples)", func(s eval.Summary) string { return fmt.Sprintf("%.1f", s.MeanLead) }},
+		{"mean lead (% of run to OOM)", func(s eval.Summary) string { return fmt.Sprintf("%.1f%%", s.MeanLeadPct) }},
+		{"false marks", func(s eval.Summary) string { return fmt.Sprintf("%d/%d", s.FalseMarks, s.NonGrowing) }},
+		{"peak error at 10%, growing", func(s eval.Summary) string { return fmt.Sprintf("%.1f%%", s.MeanPeakErrGrowing) }},
+		{"peak error at 10%, all", func(s eval.Summary) string { return fmt.Sprintf("%.1f%%", s.MeanPeakErr) }},
+	}
+	for _, row := range rows {
+		fmt.Fprint(tw, row.name)
+		for _, s := range sums {
+			fmt.Fprintf(tw, "\t%s", row.val(s))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+func fmtT(t *float64) string {
+	if t == nil {
+		return "-"
+	}
+	return fmt.Sprint(*t)
+}
+
+func fmtInt(n *int) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
+}
+
+func fmtPct(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", *p)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
