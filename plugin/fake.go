@@ -1,0 +1,76 @@
+package plugin
+
+import (
+	"slices"
+	"sync"
+)
+
+// FakeInventory is an in-memory Inventory for tests of the plugins and of
+// the agent's wiring. Its setters signal Changes like the agent does.
+type FakeInventory struct {
+	mu       sync.Mutex
+	profiles []string
+	devices  map[string][]Device
+	changes  chan struct{}
+}
+
+var _ Inventory = (*FakeInventory)(nil)
+
+// NewFakeInventory advertises the given profiles, with no devices yet.
+func NewFakeInventory(profiles ...string) *FakeInventory {
+	return &FakeInventory{profiles: slices.Clone(profiles), devices: map[string][]Device{}, changes: make(chan struct{}, 1)}
+}
+
+// Profiles implements Inventory.
+func (f *FakeInventory) Profiles() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.profiles)
+}
+
+// Devices implements Inventory.
+func (f *FakeInventory) Devices(profile string) []Device {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.devices[profile])
+}
+
+// Changes implements Inventory.
+func (f *FakeInventory) Changes() <-chan struct{} { return f.changes }
+
+// SetProfiles replaces the advertised profiles.
+func (f *FakeInventory) SetProfiles(profiles ...string) {
+	f.mu.Lock()
+	f.profiles = slices.Clone(profiles)
+	f.mu.Unlock()
+	f.signal()
+}
+
+// Put adds or replaces a device of a profile (create, or health change).
+func (f *FakeInventory) Put(profile string, d Device) {
+	f.mu.Lock()
+	list := f.devices[profile]
+	if i := slices.IndexFunc(list, func(x Device) bool { return x.ID == d.ID }); i >= 0 {
+		list[i] = d
+	} else {
+		list = append(list, d)
+	}
+	f.devices[profile] = list
+	f.mu.Unlock()
+	f.signal()
+}
+
+// Delete removes a device (destroy).
+func (f *FakeInventory) Delete(profile, id string) {
+	f.mu.Lock()
+	f.devices[profile] = slices.DeleteFunc(f.devices[profile], func(x Device) bool { return x.ID == id })
+	f.mu.Unlock()
+	f.signal()
+}
+
+func (f *FakeInventory) signal() {
+	select {
+	case f.changes <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,55 @@
+package plugin
+
+import (
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Option configures a Manager.
+type Option func(*config)
+
+type config struct {
+	dir        string
+	domain     string
+	check      AllocateCheck
+	prefer     Preference
+	log        logrus.FieldLogger
+	backoffMin time.Duration
+	backoffMax time.Duration
+	regTimeout time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		dir:        DefaultPluginDir,
+		domain:     DefaultDomain,
+		prefer:     DefaultPreference,
+		backoffMin: 100 * time.Millisecond,
+		backoffMax: 5 * time.Second,
+		regTimeout: 5 * time.Second,
+	}
+}
+
+// WithPluginDir sets the kubelet's device-plugin directory, which holds
+// kubelet.sock and the plugins' sockets.
+func WithPluginDir(dir string) Option { return func(c *config) { c.dir = dir } }
+
+// WithDomain sets the resource domain (default "nvidia.com").
+func WithDomain(domain string) Option { return func(c *config) { c.domain = domain } }
+
+// WithAllocateCheck lets the agent refuse or record an allocation.
+func WithAllocateCheck(f AllocateCheck) Option { return func(c *config) { c.check = f } }
+
+// WithPreference sets how GetPreferredAllocation chooses (default
+// DefaultPreference).
+func WithPreference(f Preference) Option { return func(c *config) { c.prefer = f } }
+
+// WithLogger sets the logger; the default is logrus's standard logger.
+func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = l } }
+
+// WithRegisterBackoff sets the first and the longest wait between
+// registration attempts while the kubelet does not answer.
+func WithRegisterBackoff(first, longest time.Duration) Option {
+	return func(c *config) { c.backoffMin, c.backoffMax = first, longest }
+}
