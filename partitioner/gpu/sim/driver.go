@@ -247,7 +247,7 @@ func overlaps(a, b nvml.GpuInstancePlacement) bool {
 	return a.Start < b.Start+b.Size && b.Start < a.Start+a.Size
 }
 
-// ciProfileLocked is the model's compute profile table entry for this GI.
+// ciProfile is the model's compute profile table entry for this GI.
 func (gi *giState) ciProfile(id int) (nvml.ComputeInstanceProfileInfo, bool) {
 	byCI, ok := gi.g.model.cfg.MIGProfiles.ComputeInstanceProfiles[int(gi.info.Id)]
 	if !ok {
