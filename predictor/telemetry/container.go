@@ -13,9 +13,10 @@ import (
 
 // proc is one shim process of a container, keyed by its host pid.
 type proc struct {
-	cur, peak uint64
-	seq       uint64
-	total     uint64
+	cur, peak     uint64
+	seq           uint64
+	total         uint64
+	allocs, frees uint64
 }
 
 type container struct {
@@ -30,6 +31,8 @@ type container struct {
 	procs    map[int32]*proc
 	shimCur  uint64 // sum of procs' cur
 	shimPeak uint64
+	allocs   uint64 // cumulative over every process, exited ones included
+	frees    uint64
 	nvmlUsed uint64
 	nvmlPeak uint64
 	capacity uint64
@@ -152,7 +155,11 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 	}
 	p.seq = m.Seq
 	c.shimCur = c.shimCur - p.cur + m.Current
-	p.cur, p.peak, p.total = m.Current, m.Peak, m.Total
+	// Counts only grow within a process; a lower value is a broken sender
+	// and must not wrap the container's totals.
+	c.allocs += m.Allocs - min(m.Allocs, p.allocs)
+	c.frees += m.Frees - min(m.Frees, p.frees)
+	p.cur, p.peak, p.total, p.allocs, p.frees = m.Current, m.Peak, m.Total, max(p.allocs, m.Allocs), max(p.frees, m.Frees)
 	c.shimPeak = max(c.shimPeak, c.shimCur, m.Peak)
 	if m.Total > 0 && c.capacity == 0 {
 		c.capacity = m.Total

@@ -21,7 +21,11 @@ type TopEntry struct {
 	ShimBytes     uint64 `json:"shimBytes"`
 	NVMLBytes     uint64 `json:"nvmlBytes"`
 	Processes     int    `json:"processes"`
-	Samples       uint64 `json:"samples"`
+	// Allocs and Frees count the shim's successful driver calls over every
+	// process the container ran.
+	Allocs  uint64 `json:"allocs"`
+	Frees   uint64 `json:"frees"`
+	Samples uint64 `json:"samples"`
 	// LastSample is nil before the first sample.
 	LastSample *time.Time `json:"lastSample,omitempty"`
 }
@@ -40,7 +44,7 @@ func (s *Service) Top() Top {
 			ID: c.reg.ID, PodNamespace: c.reg.PodNamespace, PodName: c.reg.PodName, PodUID: c.reg.PodUID,
 			ContainerName: c.reg.ContainerName, MIGUUIDs: append([]string{}, c.reg.MIGUUIDs...),
 			PeakBytes: max(c.shimPeak, c.nvmlPeak), CapacityBytes: c.capacity,
-			ShimBytes: c.shimCur, NVMLBytes: c.nvmlUsed, Processes: len(c.procs), Samples: c.count,
+			ShimBytes: c.shimCur, NVMLBytes: c.nvmlUsed, Processes: len(c.procs), Samples: c.count, Allocs: c.allocs, Frees: c.frees,
 		}
 		if last, ok := c.ring.last(); ok {
 			at := last.At

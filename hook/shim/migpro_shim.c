@@ -1,0 +1,519 @@
+/*
+ * libmigpro-shim: an LD_PRELOAD library that counts the CUDA driver's memory
+ * allocations of one process and reports them to the migpro agent over the
+ * container's own unix datagram socket.
+ *
+ * Rules it keeps, and why:
+ *  - libc and libdl only, so it loads in any glibc container image.
+ *  - No heap allocation and no locks on the hot path: sizes live in a fixed,
+ *    lock-free open-addressing table; counters are atomics.
+ *  - Never blocks the caller: sends are MSG_DONTWAIT on an unconnected
+ *    SOCK_DGRAM socket; a failed send is only counted ("dropped").
+ *  - Processes that never touch CUDA (the shell, coreutils...) pay nothing
+ *    but the preload itself: all set-up is lazy, and they send nothing.
+ *
+ * Wire format (v1, 80 bytes, little-endian) is described in docs/hook.md and
+ * decoded by predictor/telemetry/wire.go.
+ *
+ * Environment:
+ *  MIGPRO_TELEMETRY_SOCKET       socket path (default /run/migpro/telemetry.sock)
+ *  MIGPRO_TELEMETRY_INTERVAL_MS  minimum gap between periodic samples (default 100)
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef void *CUstream;
+typedef void *CUmemoryPool;
+typedef struct CUmemAllocationProp_st CUmemAllocationProp;
+
+enum { CUDA_SUCCESS = 0, CUDA_ERROR_NOT_INITIALIZED = 3 };
+
+#define DEFAULT_SOCKET "/run/migpro/telemetry.sock"
+#define DEFAULT_INTERVAL_MS 100
+
+#define WIRE_SIZE 80
+#define WIRE_MAGIC 0x3150474du /* "MGP1" */
+#define WIRE_VERSION 1
+#define FLAG_PEAK 1u
+#define FLAG_EXIT 2u
+
+/* ---- atomics (GCC builtins: no libatomic needed for 64-bit on x86-64/arm64) */
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
+#define SUB(p, v) __atomic_sub_fetch((p), (v), __ATOMIC_RELAXED)
+#define CAS(p, expp, v) \
+	__atomic_compare_exchange_n((p), (expp), (v), 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
+
+/* ---- size table ---------------------------------------------------------
+ * Free calls carry only the pointer, so the size of every live allocation is
+ * kept here. Open addressing with linear probing over a static array: no
+ * malloc, no lock. A slot's key is claimed by CAS; EMPTY ends a probe, TOMB
+ * (a freed slot) does not, and is reused by later inserts. Probes are bounded,
+ * so a full table costs a bounded scan and the allocation is merely counted
+ * as untracked (its free then asks the driver for the size). The array is
+ * BSS: untouched pages cost nothing in processes that never allocate. */
+#define KEY_EMPTY 0ull
+#define KEY_TOMB 1ull /* neither is ever a device pointer or handle */
+#define MAX_PROBE 64
+
+struct slot {
+	unsigned long long key;
+	unsigned long long size;
+};
+
+#define PTR_BITS 16
+#define HANDLE_BITS 12
+static struct slot ptr_tbl[1u << PTR_BITS];
+static struct slot handle_tbl[1u << HANDLE_BITS];
+
+static inline unsigned slot_of(unsigned long long key, unsigned bits)
+{
+	return (unsigned)(((key >> 8) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+static int tbl_put(struct slot *t, unsigned bits, unsigned long long key, unsigned long long size)
+{
+	unsigned mask = (1u << bits) - 1, h = slot_of(key, bits);
+	for (unsigned i = 0; i < MAX_PROBE; i++) {
+		struct slot *s = &t[(h + i) & mask];
+		unsigned long long k = LOAD(&s->key);
+		if (k != KEY_EMPTY && k != KEY_TOMB)
+			continue;
+		/* Size first: a reader only looks for this key after the
+		 * allocation returned, but keep the pair consistent anyway. */
+		if (CAS(&s->key, &k, key)) {
+			__atomic_store_n(&s->size, size, __ATOMIC_RELEASE);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int tbl_take(struct slot *t, unsigned bits, unsigned long long key, unsigned long long *size)
+{
+	unsigned mask = (1u << bits) - 1, h = slot_of(key, bits);
+	if (key == KEY_EMPTY || key == KEY_TOMB)
+		return 0;
+	for (unsigned i = 0; i < MAX_PROBE; i++) {
+		struct slot *s = &t[(h + i) & mask];
+		unsigned long long k = LOAD(&s->key);
+		if (k == KEY_EMPTY)
+			return 0;
+		if (k != key)
+			continue;
+		*size = __atomic_load_n(&s->size, __ATOMIC_ACQUIRE);
+		/* A plain store, not a CAS: only the thread freeing this live
+		 * pointer gets here (two racing frees of one pointer are a
+		 * program bug the driver rejects anyway), and a locked
+		 * instruction is a measurable part of the per-call cost. */
+		__atomic_store_n(&s->key, KEY_TOMB, __ATOMIC_RELEASE);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- counters -----------------------------------------------------------
+ * current and peak are global atomics: every allocation must see the sum to
+ * detect a new peak. The allocation and free counts are only read when a
+ * sample is sent, so each thread keeps its own in a block claimed once from a
+ * static array and bumps it with plain (unlocked) stores; the sender sums the
+ * blocks. Threads beyond the array share one block with atomic adds. */
+static unsigned long long cur_bytes, peak_bytes, total_mem;
+static unsigned long long seq, last_send_ns, untracked;
+static unsigned int dropped;
+
+struct tcount {
+	unsigned long long allocs, frees;
+};
+#define MAX_THREADS 1024
+static struct tcount tcounts[MAX_THREADS];
+static struct tcount shared_tc;
+static unsigned n_tcounts;
+static __thread struct tcount *my_tc __attribute__((tls_model("initial-exec")));
+
+static inline struct tcount *thread_counts(void)
+{
+	struct tcount *t = my_tc;
+	if (__builtin_expect(t == NULL, 0)) {
+		unsigned i = __atomic_fetch_add(&n_tcounts, 1, __ATOMIC_RELAXED);
+		t = i < MAX_THREADS ? &tcounts[i] : &shared_tc;
+		my_tc = t;
+	}
+	return t;
+}
+
+static inline void bump(unsigned long long *c)
+{
+	if (__builtin_expect(c >= &shared_tc.allocs && c <= &shared_tc.frees, 0))
+		ADD(c, 1);
+	else
+		STORE(c, LOAD(c) + 1);
+}
+
+static void sum_counts(unsigned long long *allocs, unsigned long long *frees)
+{
+	unsigned n = LOAD(&n_tcounts);
+	unsigned long long a = LOAD(&shared_tc.allocs), f = LOAD(&shared_tc.frees);
+	if (n > MAX_THREADS)
+		n = MAX_THREADS;
+	for (unsigned i = 0; i < n; i++) {
+		a += LOAD(&tcounts[i].allocs);
+		f += LOAD(&tcounts[i].frees);
+	}
+	*allocs = a;
+	*frees = f;
+}
+
+/* ---- lazy set-up -------------------------------------------------------- */
+static int sock_fd = -1;
+static struct sockaddr_un sock_addr;
+static socklen_t sock_len;
+static unsigned long long interval_ns = DEFAULT_INTERVAL_MS * 1000000ull;
+static pid_t owner_pid;
+static int init_state; /* 0 not yet, 1 in progress, 2 done */
+
+static void init_once(void)
+{
+	int st = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE);
+	if (st == 2)
+		return;
+	st = 0;
+	if (!__atomic_compare_exchange_n(&init_state, &st, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
+			; /* another thread is a few syscalls from done */
+		return;
+	}
+	const char *path = getenv("MIGPRO_TELEMETRY_SOCKET");
+	if (path == NULL || *path == '\0')
+		path = DEFAULT_SOCKET;
+	const char *iv = getenv("MIGPRO_TELEMETRY_INTERVAL_MS");
+	if (iv != NULL && *iv != '\0') {
+		char *end;
+		unsigned long ms = strtoul(iv, &end, 10);
+		if (*end == '\0' && ms <= 3600000ul)
+			interval_ns = (unsigned long long)ms * 1000000ull;
+	}
+	size_t n = strlen(path);
+	if (n < sizeof(sock_addr.sun_path)) {
+		sock_addr.sun_family = AF_UNIX;
+		memcpy(sock_addr.sun_path, path, n + 1);
+		sock_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+		sock_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	}
+	owner_pid = getpid();
+	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+}
+
+static inline unsigned long long now_ns(void)
+{
+	struct timespec ts;
+	/* The coarse clock is a vDSO read without a TSC access: cheap enough
+	 * for every call, and its few-ms resolution is plenty for a 100 ms
+	 * interval. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static inline void put32(unsigned char *b, unsigned v)
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void put64(unsigned char *b, unsigned long long v)
+{
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void send_sample(unsigned flags)
+{
+	init_once();
+	if (sock_fd < 0)
+		return;
+	pid_t pid = getpid();
+	if (pid != owner_pid) {
+		/* A fork child: the CUDA context does not survive fork, so the
+		 * parent's bytes are not ours. Start from zero under our own pid. */
+		owner_pid = pid;
+		STORE(&cur_bytes, 0);
+		STORE(&peak_bytes, 0);
+		for (unsigned i = 0; i < MAX_THREADS; i++)
+			tcounts[i] = (struct tcount){0, 0};
+		shared_tc = (struct tcount){0, 0};
+		STORE(&seq, 0);
+	}
+	unsigned char m[WIRE_SIZE];
+	unsigned long long s = ADD(&seq, 1);
+	unsigned long long cur = LOAD(&cur_bytes), peak = LOAD(&peak_bytes);
+	unsigned long long al, fr;
+	sum_counts(&al, &fr);
+	/* Counters move independently; keep the datagram self-consistent so
+	 * the agent's checks (peak >= current, frees <= allocs) hold. */
+	if (peak < cur)
+		peak = cur;
+	if (fr > al)
+		fr = al;
+	put32(m + 0, WIRE_MAGIC);
+	m[4] = WIRE_VERSION;
+	m[5] = 0;
+	m[6] = (unsigned char)flags;
+	m[7] = 0;
+	put32(m + 8, (unsigned)pid);
+	put32(m + 12, __atomic_exchange_n(&dropped, 0, __ATOMIC_RELAXED));
+	put64(m + 16, s);
+	put64(m + 24, now_ns());
+	put64(m + 32, cur);
+	put64(m + 40, peak);
+	put64(m + 48, al);
+	put64(m + 56, fr);
+	put64(m + 64, LOAD(&total_mem));
+	put64(m + 72, 0);
+	if (sendto(sock_fd, m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&sock_addr, sock_len) < 0)
+		ADD(&dropped, 1);
+}
+
+/* maybe_send sends when a new peak was reached, or when the interval since
+ * the last sample has passed (one thread wins the CAS and sends). */
+static inline void maybe_send(int new_peak)
+{
+	unsigned long long now = now_ns(), last = LOAD(&last_send_ns);
+	if (!new_peak && now - last < interval_ns)
+		return;
+	if (!CAS(&last_send_ns, &last, now) && !new_peak)
+		return;
+	send_sample(new_peak ? FLAG_PEAK : 0);
+}
+
+static void account_alloc(unsigned long long n)
+{
+	unsigned long long cur = ADD(&cur_bytes, n), peak = LOAD(&peak_bytes);
+	int new_peak = 0;
+	bump(&thread_counts()->allocs);
+	while (cur > peak) {
+		if (CAS(&peak_bytes, &peak, cur)) {
+			new_peak = 1;
+			break;
+		}
+	}
+	maybe_send(new_peak);
+}
+
+static void account_free(unsigned long long n)
+{
+	SUB(&cur_bytes, n);
+	bump(&thread_counts()->frees);
+	maybe_send(0);
+}
+
+/* ---- the real driver entry points, found lazily with RTLD_NEXT ---------- */
+#define REAL(name, type)                                                    \
+	static type real_##name;                                             \
+	static inline type get_##name(void)                                  \
+	{                                                                    \
+		type f = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);    \
+		if (f == NULL) {                                             \
+			f = (type)dlsym(RTLD_NEXT, #name);                   \
+			__atomic_store_n(&real_##name, f, __ATOMIC_RELEASE); \
+		}                                                            \
+		return f;                                                    \
+	}
+
+typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
+typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+typedef CUresult (*managed_fn)(CUdeviceptr *, size_t, unsigned int);
+typedef CUresult (*async_fn)(CUdeviceptr *, size_t, CUstream);
+typedef CUresult (*pool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+typedef CUresult (*free_fn)(CUdeviceptr);
+typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
+typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
+typedef CUresult (*info_fn)(size_t *, size_t *);
+typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
+
+REAL(cuMemAlloc_v2, alloc_fn)
+REAL(cuMemAllocPitch_v2, pitch_fn)
+REAL(cuMemAllocManaged, managed_fn)
+REAL(cuMemAllocAsync, async_fn)
+REAL(cuMemAllocFromPoolAsync, pool_fn)
+REAL(cuMemFree_v2, free_fn)
+REAL(cuMemFreeAsync, free_async_fn)
+REAL(cuMemCreate, create_fn)
+REAL(cuMemRelease, release_fn)
+REAL(cuMemGetInfo_v2, info_fn)
+REAL(cuMemGetAddressRange_v2, range_fn)
+
+static void track_ptr(CUdeviceptr p, unsigned long long n)
+{
+	if (!tbl_put(ptr_tbl, PTR_BITS, p, n))
+		ADD(&untracked, 1);
+	account_alloc(n);
+}
+
+/* forget_ptr runs before the real free, while the driver can still tell the
+ * size of an allocation the table could not hold. */
+static unsigned long long forget_ptr(CUdeviceptr p, int *known)
+{
+	unsigned long long n = 0;
+	*known = tbl_take(ptr_tbl, PTR_BITS, p, &n);
+	if (!*known) {
+		range_fn range = get_cuMemGetAddressRange_v2();
+		CUdeviceptr base;
+		size_t sz;
+		if (range != NULL && range(&base, &sz, p) == CUDA_SUCCESS && base == p)
+			n = sz;
+	}
+	return n;
+}
+
+static CUresult finish_free(CUresult r, CUdeviceptr p, unsigned long long n, int known)
+{
+	if (r == CUDA_SUCCESS)
+		account_free(n);
+	else if (known)
+		tbl_put(ptr_tbl, PTR_BITS, p, n); /* the free failed: still live */
+	return r;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	alloc_fn f = get_cuMemAlloc_v2();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult r = f(dptr, bytesize);
+	if (r == CUDA_SUCCESS)
+		track_ptr(*dptr, bytesize);
+	return r;
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned int elem)
+{
+	pitch_fn f = get_cuMemAllocPitch_v2();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult r = f(dptr, pitch, width, height, elem);
+	if (r == CUDA_SUCCESS)
+		track_ptr(*dptr, (unsigned long long)*pitch * height);
+	return r;
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	managed_fn f = get_cuMemAllocManaged();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult r = f(dptr, bytesize, flags);
+	if (r == CUDA_SUCCESS)
+		track_ptr(*dptr, bytesize);
+	return r;
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+{
+	async_fn f = get_cuMemAllocAsync();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult r = f(dptr, bytesize, stream);
+	if (r == CUDA_SUCCESS)
+		track_ptr(*dptr, bytesize);
+	return r;
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream)
+{
+	pool_fn f = get_cuMemAllocFromPoolAsync();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult r = f(dptr, bytesize, pool, stream);
+	if (r == CUDA_SUCCESS)
+		track_ptr(*dptr, bytesize);
+	return r;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	free_fn f = get_cuMemFree_v2();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	int known;
+	unsigned long long n = forget_ptr(p, &known);
+	return finish_free(f(p), p, n, known);
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream stream)
+{
+	free_async_fn f = get_cuMemFreeAsync();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	int known;
+	unsigned long long n = forget_ptr(p, &known);
+	/* Counted at enqueue time: the program no longer holds it. */
+	return finish_free(f(p, stream), p, n, known);
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	create_fn f = get_cuMemCreate();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult r = f(handle, size, prop, flags);
+	if (r == CUDA_SUCCESS) {
+		if (!tbl_put(handle_tbl, HANDLE_BITS, *handle, size))
+			ADD(&untracked, 1);
+		account_alloc(size);
+	}
+	return r;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	release_fn f = get_cuMemRelease();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	unsigned long long n = 0;
+	int known = tbl_take(handle_tbl, HANDLE_BITS, handle, &n);
+	CUresult r = f(handle);
+	if (r == CUDA_SUCCESS)
+		account_free(n);
+	else if (known)
+		tbl_put(handle_tbl, HANDLE_BITS, handle, n);
+	return r;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
+{
+	info_fn f = get_cuMemGetInfo_v2();
+	if (f == NULL)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult r = f(free_b, total_b);
+	if (r == CUDA_SUCCESS && total_b != NULL)
+		STORE(&total_mem, (unsigned long long)*total_b);
+	/* Frameworks poll this between steps: a natural point for a periodic
+	 * sample even when nothing was allocated. */
+	if (LOAD(&peak_bytes) != 0)
+		maybe_send(0);
+	return r;
+}
+
+/* The last word: the agent learns this process is gone, and its exact final
+ * counters. Only processes that allocated say anything. */
+__attribute__((destructor)) static void migpro_shim_fini(void)
+{
+	if (LOAD(&init_state) == 2 && getpid() == owner_pid)
+		send_sample(FLAG_EXIT);
+}

@@ -1,0 +1,143 @@
+package shimtest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// ShimCFLAGS are the flags mk/hook.mk uses for the shim too, so tests
+// exercise the library that ships.
+var ShimCFLAGS = []string{"-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fvisibility=hidden"}
+
+// Artifacts are the built files, all in Dir.
+type Artifacts struct {
+	Dir     string
+	Shim    string // libmigpro-shim.so
+	Stub    string // libcuda.so.1 (with a libcuda.so link beside it)
+	Pattern string // scripted allocator, rpath $ORIGIN
+	Bench   string // overhead benchmark, rpath $ORIGIN
+}
+
+// SourceDir is hook/ in the source tree.
+func SourceDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("shimtest: cannot locate source tree")
+	}
+	return filepath.Dir(filepath.Dir(file)), nil
+}
+
+// Build compiles everything into dir.
+func Build(dir string) (Artifacts, error) {
+	src, err := SourceDir()
+	if err != nil {
+		return Artifacts{}, err
+	}
+	td := filepath.Join(src, "shimtest", "testdata")
+	a := Artifacts{
+		Dir: dir, Shim: filepath.Join(dir, "libmigpro-shim.so"), Stub: filepath.Join(dir, "libcuda.so.1"),
+		Pattern: filepath.Join(dir, "pattern"), Bench: filepath.Join(dir, "bench"),
+	}
+	steps := [][]string{
+		append(append([]string{}, ShimCFLAGS...), "-o", a.Shim, filepath.Join(src, "shim", "migpro_shim.c"), "-ldl"),
+		{"-O2", "-Wall", "-fPIC", "-shared", "-Wl,-soname,libcuda.so.1", "-o", a.Stub, filepath.Join(td, "stubcuda.c")},
+	}
+	for _, args := range steps {
+		if err := gcc(dir, args); err != nil {
+			return a, err
+		}
+	}
+	if err := os.Symlink("libcuda.so.1", filepath.Join(dir, "libcuda.so")); err != nil && !errors.Is(err, os.ErrExist) {
+		return a, fmt.Errorf("shimtest: linking libcuda.so: %w", err)
+	}
+	for _, args := range [][]string{
+		{"-O2", "-Wall", "-o", a.Pattern, filepath.Join(td, "pattern.c"), "-L" + dir, "-lcuda", "-lpthread", "-Wl,-rpath,$ORIGIN"},
+		{"-O2", "-Wall", "-o", a.Bench, filepath.Join(td, "bench.c"), "-L" + dir, "-lcuda", "-ldl", "-Wl,-rpath,$ORIGIN"},
+	} {
+		if err := gcc(dir, args); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+func gcc(dir string, args []string) error {
+	cmd := exec.Command("gcc", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("shimtest: gcc %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// Expected is what the shim must report for a pattern.
+type Expected struct {
+	Current, Peak, Allocs, Frees uint64
+}
+
+// Expect computes, independently of the shim, the counters a pattern run
+// must produce (see testdata/pattern.c for the steps). Thread steps add
+// allocations and frees but no lasting bytes; their transient use must stay
+// below the peak reached before them, which Expect checks so the expected
+// peak is exact.
+func Expect(steps []string) (Expected, error) {
+	var e Expected
+	var live []uint64 // size per allocation index; 0 once freed
+	num := func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
+	for _, st := range steps {
+		f := strings.Split(st, ":")
+		var n uint64
+		var err error
+		switch f[0] {
+		case "alloc", "managed", "async", "pool", "create":
+			n, err = num(f[1])
+		case "pitch":
+			var w, h uint64
+			if w, err = num(f[1]); err == nil {
+				h, err = num(f[2])
+			}
+			n = (w + 255) &^ 255 * h
+		case "free":
+			var i uint64
+			if i, err = num(f[1]); err != nil || i >= uint64(len(live)) || live[i] == 0 {
+				return e, fmt.Errorf("shimtest: bad step %q", st)
+			}
+			e.Current -= live[i]
+			live[i] = 0
+			e.Frees++
+			continue
+		case "threads":
+			var t, k, sz uint64
+			if t, err = num(f[1]); err == nil {
+				if k, err = num(f[2]); err == nil {
+					sz, err = num(f[3])
+				}
+			}
+			if err == nil && e.Current+t*sz > e.Peak {
+				err = errors.New("thread transient would set a new peak")
+			}
+			e.Allocs += t * k
+			e.Frees += t * k
+			if err != nil {
+				return e, fmt.Errorf("shimtest: step %q: %v", st, err)
+			}
+			continue
+		default:
+			continue // info, sleep
+		}
+		if err != nil {
+			return e, fmt.Errorf("shimtest: step %q: %v", st, err)
+		}
+		live = append(live, n)
+		e.Current += n
+		e.Allocs++
+		e.Peak = max(e.Peak, e.Current)
+	}
+	return e, nil
+}

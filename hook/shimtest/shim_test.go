@@ -1,0 +1,205 @@
+package shimtest
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/migpro/migpro/predictor/telemetry"
+)
+
+var (
+	buildOnce sync.Once
+	built     Artifacts
+	buildErr  error
+)
+
+func artifacts(tb testing.TB) Artifacts {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "shimtest")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		built, buildErr = Build(dir)
+	})
+	if buildErr != nil {
+		tb.Fatalf("building shim fixtures: %v", buildErr)
+	}
+	return built
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.Dir != "" {
+		os.RemoveAll(built.Dir)
+	}
+	os.Exit(code)
+}
+
+func service(t *testing.T) (*telemetry.Service, telemetry.Endpoint) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "st")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s, err := telemetry.New(telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ep, err := s.Register(telemetry.Registration{ID: "ctr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ep
+}
+
+func runPattern(t *testing.T, a Artifacts, socket string, steps ...string) {
+	t.Helper()
+	cmd := exec.Command(a.Pattern, steps...)
+	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + socket, "STUB_TOTAL_BYTES=1048576000"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pattern %v: %v\n%s", steps, err, out)
+	}
+}
+
+func waitTop(t *testing.T, s *telemetry.Service, cond func(telemetry.TopEntry) bool) telemetry.TopEntry {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		top := s.Top()
+		if len(top.Containers) == 1 && cond(top.Containers[0]) {
+			return top.Containers[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out; top = %+v", top)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The agent must receive exactly the bytes the program allocated and freed,
+// through every intercepted call, from several threads.
+func TestShimReportsExactCounts(t *testing.T) {
+	a := artifacts(t)
+	s, ep := service(t)
+	steps := strings.Fields("alloc:1000 alloc:5000 pitch:100:3 managed:700 async:300 pool:200 create:4096 " +
+		"free:1 free:4 free:6 threads:4:2000:64 sleep:150 info")
+	want, err := Expect(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPattern(t, a, ep.Socket, steps...)
+	e := waitTop(t, s, func(e telemetry.TopEntry) bool { return e.Samples > 0 && e.Processes == 0 })
+	if e.Allocs != want.Allocs || e.Frees != want.Frees || e.PeakBytes != want.Peak || e.CapacityBytes != 1048576000 {
+		t.Errorf("top %+v, want %+v and capacity 1048576000", e, want)
+	}
+	smp := s.Samples("ctr")
+	if len(smp) < 2 {
+		t.Fatalf("samples %+v", smp)
+	}
+	// The sample from the final info call holds the live bytes; the exit
+	// sample then drops the process.
+	if got := smp[len(smp)-2]; got.UsedBytes != want.Current || got.PeakBytes != want.Peak {
+		t.Errorf("before exit %+v, want used %d peak %d", got, want.Current, want.Peak)
+	}
+	if got := smp[len(smp)-1]; got.UsedBytes != 0 {
+		t.Errorf("after exit %+v, want 0 bytes", got)
+	}
+	if st := s.Stats(); st.Malformed+st.Oversized+st.Stale+st.RateLimited != 0 {
+		t.Errorf("drops %+v", st)
+	}
+}
+
+// Each new peak is reported as it happens, not only at the interval.
+func TestShimSendsEveryPeak(t *testing.T) {
+	a := artifacts(t)
+	s, ep := service(t)
+	runPattern(t, a, ep.Socket, "alloc:10", "alloc:20", "free:0", "alloc:5", "alloc:30")
+	waitTop(t, s, func(e telemetry.TopEntry) bool { return e.Processes == 0 && e.Samples > 0 })
+	var peaks []uint64
+	for _, smp := range s.Samples("ctr") {
+		if len(peaks) == 0 || smp.PeakBytes != peaks[len(peaks)-1] {
+			peaks = append(peaks, smp.PeakBytes)
+		}
+	}
+	if want := []uint64{10, 30, 55}; !equal(peaks, want) {
+		t.Errorf("peaks seen %v, want %v", peaks, want)
+	}
+}
+
+func equal(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Without an agent, or in processes that never touch CUDA, the shim is
+// silent and harmless.
+func TestShimWithoutAgentOrCUDA(t *testing.T) {
+	a := artifacts(t)
+	runPattern(t, a, "/nonexistent/telemetry.sock", "alloc:100", "free:0", "sleep:120", "info")
+	s, ep := service(t)
+	cmd := exec.Command("/bin/sh", "-c", "true")
+	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + ep.Socket}
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Fatalf("sh under the shim: %v %q", err, out)
+	}
+	time.Sleep(50 * time.Millisecond) // nothing is expected; give a stray datagram time to land
+	if st := s.Stats(); st.Accepted+st.Malformed != 0 {
+		t.Errorf("non-CUDA process sent datagrams: %+v", st)
+	}
+}
+
+// BenchmarkShimAllocFreePair reports, from one run, a cuMemAlloc_v2 +
+// cuMemFree_v2 pair through the stub alone and through shim + stub (fastest
+// of interleaved blocks); overhead-ns/pair is the target (< 100).
+func BenchmarkShimAllocFreePair(b *testing.B) {
+	a := artifacts(b)
+	dir, err := os.MkdirTemp("", "sb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := telemetry.New(telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ep, err := s.Register(telemetry.Registration{ID: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	per := max(b.N/10, 1000)
+	cmd := exec.Command(a.Bench, "10", strconv.Itoa(per))
+	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + ep.Socket}
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("bench: %v", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		b.Fatalf("bench output %q", out)
+	}
+	stub, err1 := strconv.ParseFloat(f[0], 64)
+	shim, err2 := strconv.ParseFloat(f[1], 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("bench output %q", out)
+	}
+	b.ReportMetric(stub, "stub-ns/pair")
+	b.ReportMetric(shim, "shim-ns/pair")
+	b.ReportMetric(shim-stub, "overhead-ns/pair")
+}
