@@ -9,7 +9,19 @@ import (
 // decide chooses how to meet a request for profile, in the order reuse,
 // create in free space, destroy idle instances then create, or wait. The
 // caller holds p.mu.
-func (p *Partitioner) decide(profile string) (Plan, error) {
+func (p *Partitioner) decide(profile string) (Plan, error) { return p.decidePinned(profile, nil) }
+
+// Pin restricts a request to one GPU and slot, for what-if questions such as
+// "what does a 1g.5gb at slot 3 cost?".
+type Pin struct {
+	GPU, Start int
+}
+
+func (pin *Pin) allows(gpuIndex, start int) bool {
+	return pin == nil || (pin.GPU == gpuIndex && pin.Start == start)
+}
+
+func (p *Partitioner) decidePinned(profile string, pin *Pin) (Plan, error) {
 	offered := false
 	for _, s := range p.slots {
 		if _, ok := s.profiles[profile]; ok {
@@ -19,13 +31,13 @@ func (p *Partitioner) decide(profile string) (Plan, error) {
 	if !offered {
 		return Plan{}, fmt.Errorf("%s: %w (offered: %v)", profile, ErrUnknownProfile, p.Profiles())
 	}
-	if plan, ok := p.planReuse(profile); ok {
+	if plan, ok := p.planReuse(profile, pin); ok {
 		return plan, nil
 	}
-	if plan, ok := p.planCreate(profile, false); ok {
+	if plan, ok := p.planCreate(profile, pin, false); ok {
 		return plan, nil
 	}
-	if plan, ok := p.planCreate(profile, true); ok {
+	if plan, ok := p.planCreate(profile, pin, true); ok {
 		return plan, nil
 	}
 	return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
@@ -33,7 +45,7 @@ func (p *Partitioner) decide(profile string) (Plan, error) {
 
 // planReuse picks the idle instance of the profile whose reuse keeps the most
 // layouts reachable once every other idle instance is counted as free space.
-func (p *Partitioner) planReuse(profile string) (Plan, bool) {
+func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
 	var best *Instance
 	var bestScore, bestBefore int
 	for _, s := range p.slots {
@@ -46,7 +58,7 @@ func (p *Partitioner) planReuse(profile string) (Plan, bool) {
 		committed := s.state(idle)
 		for key := range idle {
 			r := s.records[key]
-			if r.Profile != profile || !r.Complete() {
+			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) {
 				continue
 			}
 			o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
@@ -75,7 +87,7 @@ type choice struct {
 
 // planCreate finds the best placement for a new instance: in free space only,
 // or, with reclaim, after destroying the fewest idle instances of one GPU.
-func (p *Partitioner) planCreate(profile string, reclaim bool) (Plan, bool) {
+func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, bool) {
 	var best *choice
 	consider := func(c choice) {
 		if best == nil || p.policy.Better(c.Candidate, best.Candidate) {
@@ -96,6 +108,9 @@ func (p *Partitioner) planCreate(profile string, reclaim bool) (Plan, bool) {
 			}
 			st := s.state(skip)
 			for _, o := range s.geo.Candidates(st, profile) {
+				if !pin.allows(s.dev.Index(), o.Placement.Start) {
+					continue
+				}
 				after := s.geo.Reachable(s.geo.Add(st, o.Index))
 				keys := make([]int, 0, len(skip))
 				for k := range skip {
@@ -161,4 +176,25 @@ func profileCount(s *slot, profile string, skip map[int]bool) int {
 		}
 	}
 	return n
+}
+
+// CheckPin reports whether a pinned request names a GPU of this node and a
+// legal slot of the profile on it.
+func (p *Partitioner) CheckPin(profile string, pin Pin) error {
+	for _, s := range p.slots {
+		if s.dev.Index() != pin.GPU {
+			continue
+		}
+		if _, ok := s.geo.OptionAt(profile, pin.Start); !ok {
+			var starts []int
+			if sh, ok := s.geo.ShapeOf(profile); ok {
+				for _, pl := range sh.Placements {
+					starts = append(starts, pl.Start)
+				}
+			}
+			return fmt.Errorf("%s cannot start at slot %d on GPU %d (legal starts: %v)", profile, pin.Start, pin.GPU, starts)
+		}
+		return nil
+	}
+	return fmt.Errorf("no GPU %d on this node (%d GPUs)", pin.GPU, len(p.slots))
 }

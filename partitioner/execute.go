@@ -18,6 +18,9 @@ import (
 func (p *Partitioner) execute(ctx context.Context, s *slot, plan Plan, victims map[int]Instance) (gpu.Instance, []int, error) {
 	s.nvml.Lock()
 	defer s.nvml.Unlock()
+	p.mu.Lock()
+	p.repairHalfMade(s)
+	p.mu.Unlock()
 	var destroyed []int
 	for _, st := range plan.Steps {
 		if err := ctx.Err(); err != nil {
@@ -138,4 +141,34 @@ func (p *Partitioner) resync(s *slot) {
 		}
 		s.records[in.GIID] = rec
 	}
+	p.repairHalfMade(s)
+}
+
+// repairHalfMade destroys GPU instances left without a compute instance by a
+// failed create or destroy, so no half-made instance outlives the next NVML
+// work on its GPU. A failed repair leaves the record for the next attempt.
+// The caller holds s.nvml and p.mu.
+func (p *Partitioner) repairHalfMade(s *slot) {
+	for key, r := range s.records {
+		if key < 0 || r.Complete() || r.State != Idle {
+			continue
+		}
+		if err := s.dev.DestroyGPUInstance(r.GIID); err != nil {
+			p.log.WithError(err).WithFields(logrus.Fields{"gpu": r.GPU, "gi": r.GIID}).Warn("roll back half-made GPU instance")
+			continue
+		}
+		delete(s.records, key)
+	}
+}
+
+// Repair rolls back every half-made instance on the node now.
+func (p *Partitioner) Repair() {
+	for _, s := range p.slots {
+		s.nvml.Lock()
+		p.mu.Lock()
+		p.repairHalfMade(s)
+		p.mu.Unlock()
+		s.nvml.Unlock()
+	}
+	p.changed()
 }

@@ -11,8 +11,13 @@ import (
 // empty owner provisions an idle instance (for a warm pool, or for the
 // kubelet to assign). It returns the instance and the plan that made it.
 func (p *Partitioner) Allocate(ctx context.Context, profile, owner string) (Instance, Plan, error) {
+	return p.AllocateAt(ctx, profile, nil, owner)
+}
+
+// AllocateAt is Allocate restricted to one GPU and slot when pin is set.
+func (p *Partitioner) AllocateAt(ctx context.Context, profile string, pin *Pin, owner string) (Instance, Plan, error) {
 	p.mu.Lock()
-	plan, err := p.decide(profile)
+	plan, err := p.decidePinned(profile, pin)
 	if err != nil {
 		p.mu.Unlock()
 		return Instance{}, plan, err

@@ -27,13 +27,19 @@ type Policy interface {
 	Better(a, b Candidate) bool
 }
 
-// Reachability is migpro's policy. The node's reachable layouts are the
-// product of its GPUs' reachable layouts, and a placement changes only its
-// own GPU's factor, so the placement that keeps the most node layouts is the
-// one with the highest After/Before on its GPU. Ties go, in order, to the
-// GPU already using more slices (empty GPUs stay whole for large profiles),
-// the lower GPU index, and the higher slot (small instances fill from the top
-// of the GPU, where they break the fewest layouts).
+// Reachability is migpro's policy, in two levels.
+//
+// Across GPUs it packs: a GPU that already holds instances is preferred to an
+// empty one, so empty GPUs stay whole for large profiles (a 7g needs a whole
+// GPU, and spreading small instances over every GPU is what strands it).
+//
+// Among the GPUs left, and among the slots of a GPU, it keeps the most
+// layouts reachable. A node's reachable layouts are the product of its GPUs'
+// reachable layouts, and a placement changes only its own GPU's factor, so
+// the best placement is the one with the highest After/Before on its GPU.
+// Remaining ties go to the GPU already using more slices, then the lower GPU
+// index, then the higher slot (small instances fill from the top of the GPU,
+// where they break the fewest layouts).
 type Reachability struct{}
 
 func (Reachability) Name() string { return "reachability" }
@@ -41,6 +47,9 @@ func (Reachability) Name() string { return "reachability" }
 func (Reachability) Better(a, b Candidate) bool {
 	if a.Destroys != b.Destroys {
 		return a.Destroys < b.Destroys
+	}
+	if ea, eb := a.UsedSlices == 0, b.UsedSlices == 0; ea != eb {
+		return eb
 	}
 	// Compare After/Before as cross products to stay exact.
 	ka, kb := kept(a), kept(b)

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand"
+	"sort"
+	"strings"
+
+	"github.com/migpro/migpro/partitioner"
+)
+
+func init() {
+	register("demo", "watch the partitioner serve a stream of requests on a simulated node", runDemo)
+}
+
+const defaultDemoNode = "a100-40gb:2,h100-80gb:1"
+
+func runDemo(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	spec := fs.String("simulate", defaultDemoNode, "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…]")
+	seed := fs.Int64("seed", 7, "seed of the request stream and simulated UUIDs")
+	n := fs.Int("requests", 40, "number of allocate and release operations")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *n < 1 {
+		return usagef("--requests must be at least 1")
+	}
+	node, cleanup, err := newSimNode(*spec, *seed)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	part, err := partitioner.New(node, partitioner.WithLogger(quietLogger()))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Simulated node %s, policy reachability, %d operations (seed %d)\n\n", *spec, *n, *seed)
+	ops := demoStream(part.Profiles(), *n, *seed)
+	served, waited := 0, 0
+	held := map[int]string{}
+	allocs := 0
+	for i, op := range ops {
+		prefix := fmt.Sprintf("[%3d] ", i+1)
+		if op.profile == "" {
+			uuid, ok := held[op.free]
+			if !ok {
+				continue
+			}
+			inst, err := part.Release(uuid)
+			if err != nil {
+				return err
+			}
+			delete(held, op.free)
+			fmt.Fprintf(stdout, "%srelease #%-3d %-9s GPU %d slot %d -> idle, kept for reuse\n", prefix, op.free, inst.Profile, inst.GPU, inst.Placement.Start)
+			continue
+		}
+		allocs++
+		inst, plan, err := part.Allocate(context.Background(), op.profile, owner(allocs))
+		switch {
+		case errors.Is(err, partitioner.ErrMustWait):
+			waited++
+			fmt.Fprintf(stdout, "%salloc   #%-3d %-9s must wait: no room without touching in-use instances\n", prefix, allocs, op.profile)
+			continue
+		case err != nil:
+			return err
+		}
+		served++
+		held[allocs] = inst.UUID
+		fmt.Fprintf(stdout, "%salloc   #%-3d %-9s GPU %d slot %d: %s\n", prefix, allocs, op.profile, inst.GPU, inst.Placement.Start, describePlan(plan))
+	}
+	fmt.Fprintf(stdout, "\nServed %d requests, %d had to wait. Final layouts:\n\n", served, waited)
+	drawLayouts(stdout, part.GPUs(), part.Instances())
+	fmt.Fprintln(stdout, "Legend: [profile | idle or in-use | MIG UUID prefix], · = free memory slot.")
+	return nil
+}
+
+func describePlan(p partitioner.Plan) string {
+	if p.Reuse != nil {
+		return "reused an idle instance, no NVML call"
+	}
+	destroys := 0
+	for _, s := range p.Steps {
+		if s.Kind == partitioner.StepDestroy {
+			destroys++
+		}
+	}
+	what := "created"
+	if destroys > 0 {
+		what = fmt.Sprintf("destroyed %d idle, created", destroys)
+	}
+	return fmt.Sprintf("%s; layouts reachable on the GPU %d -> %d", what, p.Before, p.Reachable)
+}
+
+// demoStream makes a deterministic mix of requests, mostly small profiles as
+// in inference fleets, with releases of earlier allocations in between.
+func demoStream(profiles []string, n int, seed int64) []planOp {
+	r := rand.New(rand.NewSource(seed))
+	var plain []string
+	for _, p := range profiles {
+		if !strings.Contains(p, "+") {
+			plain = append(plain, p)
+		}
+	}
+	sort.SliceStable(plain, func(i, j int) bool { return sliceCount(plain[i]) < sliceCount(plain[j]) })
+	var ops []planOp
+	allocs := 0
+	live := []int{}
+	for len(ops) < n {
+		if len(live) > 0 && r.Float64() < 0.35 {
+			i := r.Intn(len(live))
+			ops = append(ops, planOp{free: live[i]})
+			live = append(live[:i], live[i+1:]...)
+			continue
+		}
+		// Weight small profiles: index drawn from a triangular distribution.
+		i := min(r.Intn(len(plain)), r.Intn(len(plain)))
+		allocs++
+		live = append(live, allocs)
+		ops = append(ops, planOp{profile: plain[i]})
+	}
+	return ops
+}
+
+func sliceCount(profile string) int {
+	var g int
+	fmt.Sscanf(profile, "%dg", &g)
+	return g
+}

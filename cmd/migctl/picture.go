@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/migpro/migpro/partitioner"
+)
+
+// cellWidth is the width of one memory slot in the layout picture; wide
+// enough for "3g.20gb+me" and an 8-character UUID prefix.
+const cellWidth = 11
+
+// drawLayouts draws each GPU as a row of memory slots, in the spirit of the
+// thesis's Figure 4.1: one box per instance spanning its slots, showing the
+// profile, whether it is idle or in use, and the start of its UUID. Free
+// slots are dotted.
+func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instance) {
+	for _, g := range gpus {
+		fmt.Fprintf(w, "GPU %d  %s  %d/%d layouts reachable\n", g.Index, g.Model, g.Reachable, g.Maximal)
+		var onGPU []partitioner.Instance
+		for _, in := range insts {
+			if in.GPU == g.Index {
+				onGPU = append(onGPU, in)
+			}
+		}
+		header := strings.Builder{}
+		header.WriteString("  slot ")
+		for s := 0; s < g.Slots; s++ {
+			header.WriteString(center(fmt.Sprint(s), cellWidth))
+		}
+		fmt.Fprintln(w, header.String())
+		rows := [3]strings.Builder{}
+		for s := 0; s < g.Slots; {
+			in, ok := instanceAt(onGPU, s)
+			if !ok {
+				rows[0].WriteString(center("·", cellWidth))
+				rows[1].WriteString(strings.Repeat(" ", cellWidth))
+				rows[2].WriteString(strings.Repeat(" ", cellWidth))
+				s++
+				continue
+			}
+			width := in.Placement.Size*cellWidth - 2
+			uuid := strings.TrimPrefix(in.UUID, "MIG-")
+			if len(uuid) > 8 {
+				uuid = uuid[:8]
+			}
+			label := string(in.State)
+			rows[0].WriteString("[" + center(in.Profile, width) + "]")
+			rows[1].WriteString("|" + center(label, width) + "|")
+			rows[2].WriteString("[" + center(uuid, width) + "]")
+			s += in.Placement.Size
+		}
+		for _, r := range rows {
+			if line := strings.TrimRight(r.String(), " "); line != "" {
+				fmt.Fprintln(w, "       "+line)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func instanceAt(insts []partitioner.Instance, slot int) (partitioner.Instance, bool) {
+	for _, in := range insts {
+		if in.Placement.Start == slot {
+			return in, true
+		}
+	}
+	return partitioner.Instance{}, false
+}
+
+// center pads s to width, truncating if it does not fit.
+func center(s string, width int) string {
+	n := len([]rune(s))
+	if n >= width {
+		return string([]rune(s)[:width])
+	}
+	left := (width - n) / 2
+	return strings.Repeat(" ", left) + s + strings.Repeat(" ", width-n-left)
+}
