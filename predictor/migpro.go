@@ -101,7 +101,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 		m.streak = 0
 		return Decision{}, false
 	}
-	for i := range m.sc {
+	for i := range p.cfg.Scales {
 		sc := &m.sc[i]
 		if i > 0 && sc.held == m.sc[i-1].held {
 			break // same points as the longer window: nothing new to learn
@@ -129,7 +129,7 @@ type verdict struct {
 // check reports whether one window sees sustained growth that exceeds
 // capacity by the horizon or within the lead time.
 func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
-	if !m.growing(sc, p.cfg.Z) {
+	if !m.growing(sc, p.cfg.Z, p.cfg.NoTrendGate) {
 		return verdict{}, false
 	}
 	capacity := float64(p.cfg.Capacity)
@@ -154,10 +154,13 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 // levelling off fails its latest quarters; a plateau rises in none. Real
 // growth, linear or in regular steps no longer than a quarter window, rises in
 // all four.
-func (m *migpro) growing(sc *scale, z float64) bool {
+func (m *migpro) growing(sc *scale, z float64, slopeOnly bool) bool {
 	a := sc.fit.slope()
 	if a <= 0 || a < z*sc.fit.slopeSE() {
 		return false
+	}
+	if slopeOnly {
+		return true
 	}
 	k := (sc.held - 1) / quarters
 	if k < 1 {
@@ -203,7 +206,7 @@ func (m *migpro) forecast(p *Predictor, t float64) (float64, bool) {
 	if sc.fit.n < 2 {
 		return 0, false
 	}
-	if !m.growing(sc, p.cfg.Z) {
+	if !m.growing(sc, p.cfg.Z, p.cfg.NoTrendGate) {
 		return p.peak, true
 	}
 	return max(sc.fit.at(t), p.peak), true

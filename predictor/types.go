@@ -74,6 +74,14 @@ type Config struct {
 	// traces, at 3 none were.
 	LeadFactor float64
 	MinLead    float64
+	// Scales is how many windows migpro fits at once: Window, Window/2,
+	// Window/4. Default 3; 1 fits the full window only (slower to see
+	// growth that starts late).
+	Scales int
+	// NoTrendGate drops the quarter-by-quarter rise check and keeps only the
+	// slope's significance. For measuring what the gate buys; never set it
+	// in production.
+	NoTrendGate bool
 	// Persist is how many consecutive samples must agree before migpro marks;
 	// this is the hysteresis against one-sample flukes. Default 3.
 	Persist int
@@ -128,6 +136,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LeadFactor == 0 {
 		c.LeadFactor = 3
+	}
+	if c.Scales == 0 {
+		c.Scales = scales
+	}
+	if c.Scales < 1 || c.Scales > scales {
+		return c, fmt.Errorf("predictor: scales %d, want 1 to %d", c.Scales, scales)
 	}
 	if c.Persist == 0 {
 		c.Persist = 3
