@@ -50,7 +50,8 @@ func (n *Node) WatchXids(ctx context.Context) (<-chan gpu.XidEvent, error) {
 func (n *Node) pumpXids(ctx context.Context, set nvml.EventSet, byUUID map[string]int, out chan<- gpu.XidEvent) {
 	defer close(out)
 	defer set.Free()
-	waitMs := uint32(n.eventWait / time.Millisecond)
+	// A zero wait would make the loop spin on a quiet GPU.
+	waitMs := max(uint32(n.eventWait/time.Millisecond), 1)
 	for ctx.Err() == nil {
 		data, ret := set.Wait(waitMs)
 		switch ret {

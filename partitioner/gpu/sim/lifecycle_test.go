@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"errors"
 	"reflect"
 	"regexp"
 	"sync"
@@ -156,6 +157,12 @@ func TestMemoryAndProcesses(t *testing.T) {
 	}
 	if err := n.AddProcess(0, gi, 1, 1); err == nil {
 		t.Fatal("process added to a GI without a compute instance")
+	}
+	if _, err := d.InstanceMemory(99); !errors.Is(err, gpu.ErrNotFound) {
+		t.Fatalf("memory of an unknown GI = %v, want not found", err)
+	}
+	if _, err := d.InstanceProcesses(99); !errors.Is(err, gpu.ErrNotFound) {
+		t.Fatalf("processes of an unknown GI = %v, want not found", err)
 	}
 }
 
