@@ -15,18 +15,6 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// Source says where a sample came from.
-type Source string
-
-const (
-	// SourceShim samples come from the LD_PRELOAD shim inside the container:
-	// bytes the program holds through the CUDA driver allocation calls.
-	SourceShim Source = "shim"
-	// SourceNVML samples come from polling the MIG instance's memory: the
-	// physical use of the whole instance, CUDA context included.
-	SourceNVML Source = "nvml"
-)
-
 // Sample is one point of a container's memory series.
 type Sample struct {
 	At time.Time `json:"at"`
@@ -61,7 +49,6 @@ type MemorySource interface {
 var (
 	ErrTooManyContainers = errors.New("too many registered containers")
 	ErrUnknownContainer  = errors.New("unknown container")
-	ErrInvalid           = errors.New("invalid registration")
 )
 
 // Defaults for the bounds; each has an Option.
@@ -235,16 +222,6 @@ func (s *Service) snapshotContainers() []*container {
 	return out
 }
 
-// Endpoint is where a registered container's socket lives on the host.
-type Endpoint struct {
-	ID string `json:"id"`
-	// Dir is the host directory the hook bind-mounts read-only at
-	// /run/migpro in the container.
-	Dir string `json:"dir"`
-	// Socket is Dir/telemetry.sock.
-	Socket string `json:"socket"`
-}
-
 // Register creates (or, for an id already known, refreshes) a container's
 // socket and series. It is idempotent so a retried hook does no harm.
 func (s *Service) Register(r Registration) (Endpoint, error) {
@@ -259,7 +236,7 @@ func (s *Service) Register(r Registration) (Endpoint, error) {
 	}
 	if c, ok := s.containers[r.ID]; ok {
 		c.mu.Lock()
-		c.reg = r.clone()
+		c.reg = r.Clone()
 		c.mu.Unlock()
 		if err := writeRegistration(c.dir, r); err != nil {
 			return Endpoint{}, err
@@ -315,7 +292,7 @@ func (s *Service) open(r Registration) (*container, error) {
 		return fail(err)
 	}
 	c := &container{
-		reg: r.clone(), dir: dir, sock: sock, conn: conn, done: make(chan struct{}),
+		reg: r.Clone(), dir: dir, sock: sock, conn: conn, done: make(chan struct{}),
 		ring: newRing(s.cfg.ringSize), procs: map[int32]*proc{},
 		tokens: s.cfg.burst, refill: time.Now(),
 	}
