@@ -240,10 +240,26 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// BenchmarkObserve is the per-sample cost. "baseline" stops fitting once it
+// converges, as Algorithm 1 does; "baseline-fitting" never converges, which
+// is its cost while it still learns.
 func BenchmarkObserve(b *testing.B) {
-	for _, alg := range []predictor.Algorithm{predictor.Baseline, predictor.Migpro} {
-		b.Run(string(alg), func(b *testing.B) {
-			p := mustNew(b, predictor.Config{Algorithm: alg, Capacity: 1 << 62, Horizon: 1e15})
+	for _, v := range []struct {
+		name string
+		cfg  predictor.Config
+	}{
+		{"baseline", predictor.Config{Algorithm: predictor.Baseline}},
+		{"baseline-fitting", predictor.Config{Algorithm: predictor.Baseline, ConvergeTol: 1e-300}},
+		{"migpro", predictor.Config{Algorithm: predictor.Migpro, Horizon: 1e15}},
+		{"migpro-time-to-oom", predictor.Config{Algorithm: predictor.Migpro}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			cfg := v.cfg
+			cfg.Capacity = 1 << 62
+			if cfg.Algorithm == predictor.Baseline {
+				cfg.Horizon = 1e15
+			}
+			p := mustNew(b, cfg)
 			r := rand.New(rand.NewPCG(1, 1))
 			used := make([]uint64, 4096)
 			for i := range used {
