@@ -14,18 +14,23 @@
 //     when the horizon is unknown, and marks only on sustained growth, so a
 //     warm-up, a plateau, bursts or a periodic peak do not trigger it.
 //
-// The agent wires it to telemetry in a few lines: one Predictor per
-// container, fed from the telemetry service's sample callback with the NVML
-// samples (the instance's physical use, which is what runs out) as Used and
-// the shim's latest requested bytes as Requested, t in seconds since the
-// container registered. On a mark it annotates and evicts the pod and records
-// Decision.Profile as the readmission profile.
+// The agent wires it to telemetry with a Tracker, which keeps one Predictor
+// per container and is safe for concurrent use. Feed it the NVML samples (the
+// instance's physical use, which is what runs out) as Used and the shim's
+// latest requested bytes as Requested, with t in seconds since the container
+// registered. On a mark, annotate and evict the pod with Decision.Profile as
+// the readmission profile; when the container ends, Stop returns its peak for
+// the estimator's history.
 //
-//	p, err := predictor.New(predictor.Config{Capacity: usable, Profiles: sizes, ContextBytes: ctx})
-//	...
-//	if d, marked := p.Observe(predictor.Sample{T: t, Used: used, Requested: req}); marked {
-//		evict(container, d)
-//	}
+//	tr := predictor.NewTracker()
+//	tr.Start(id, predictor.Config{Capacity: usable, Profiles: sizes, ContextBytes: ctx})
+//	series.OnSample(func(id string, s telemetry.Sample) {
+//		if d, marked := tr.Observe(id, toSample(s)); marked {
+//			evict(id, d)
+//		}
+//	})
+//	peak, _ := tr.Stop(id) // container ended
+//	history.Record(key, peak, time.Now())
 //
 // Subpackages: trace reads and writes the CSV trace format, tracegen makes
 // the synthetic traces in testdata (go generate), and eval scores a
