@@ -35,9 +35,9 @@ type Result struct {
 // Options say how to score.
 type Options struct {
 	// Config is the predictor configuration; Horizon zero means unknown.
+	// The baseline cannot run without a horizon, so it is then given each
+	// trace's last t: an oracle migpro never gets.
 	Config predictor.Config
-	// The baseline needs a horizon. When Config.Horizon is zero it is given
-	// each trace's last t, an oracle migpro never gets.
 }
 
 // Score runs one trace. Samples are fed up to and including the first one

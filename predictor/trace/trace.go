@@ -50,11 +50,7 @@ func ReadFile(path string) (Trace, error) {
 		return Trace{}, err
 	}
 	defer f.Close()
-	tr, err := Read(f, path)
-	if err != nil {
-		return Trace{}, err
-	}
-	return tr, nil
+	return Read(f, path)
 }
 
 // Read parses a trace. name is used in errors and as the trace's name.
