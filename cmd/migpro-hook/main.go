@@ -1,0 +1,60 @@
+// Command migpro-hook is migpro's OCI hook. Run it as a createRuntime (CDI)
+// or prestart (podman hooks.d) hook to register a MIG container with the
+// agent and mount its telemetry socket; as a poststop hook to deregister.
+//
+//	migpro-hook [--agent-socket PATH] [--timeout D] [--fail-closed] [--shim PATH] [--log-file PATH] [STAGE]
+//
+// The container state comes on stdin. STAGE is createRuntime, prestart or
+// poststop; without it the state's status decides.
+//
+// The binary imports no cgo (the package list is checked by a test), so it
+// is statically linked however it is built, and no LD_PRELOAD or
+// LD_LIBRARY_PATH in its environment can run code in it. It never executes
+// anything, so its environment reaches nothing else either.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/migpro/migpro/hook"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stderr)) }
+
+func run(args []string, stdin io.Reader, stderr io.Writer) int {
+	fs := flag.NewFlagSet("migpro-hook", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := hook.Config{}
+	fs.StringVar(&cfg.AgentSocket, "agent-socket", hook.DefaultAgentSocket, "the agent's local API socket")
+	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Second, "bound on talking to the agent")
+	fs.BoolVar(&cfg.FailClosed, "fail-closed", false, "refuse to start the container when telemetry cannot be set up")
+	fs.StringVar(&cfg.ShimHostPath, "shim", "", "host path of libmigpro-shim.so to mount at "+hook.ContainerShim+" (hooks.d without CDI)")
+	logFile := fs.String("log-file", "", "also append log lines to this file (runtimes drop a successful hook's stderr)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintf(stderr, "migpro-hook: at most one stage argument, got %q\n", fs.Args())
+		return 2
+	}
+	cfg.Stage = fs.Arg(0)
+	cfg.Logf = func(format string, a ...any) {
+		line := fmt.Sprintf(format, a...)
+		fmt.Fprintln(stderr, line)
+		if *logFile != "" {
+			if f, err := os.OpenFile(*logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640); err == nil {
+				fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), line)
+				f.Close()
+			}
+		}
+	}
+	if _, err := hook.Run(cfg, stdin); err != nil {
+		cfg.Logf("migpro-hook: %v", err)
+		return 1
+	}
+	return 0
+}

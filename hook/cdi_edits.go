@@ -1,0 +1,94 @@
+package hook
+
+import "strconv"
+
+// What every MIG instance's CDI spec must carry for telemetry, as plain data
+// so the CDI writer (cdi/) copies it in without importing CDI types here.
+//
+// The split of work, and why:
+//   - The engine (podman, containerd, cri-o) applies the CDI mount of the
+//     shim and the env. That works everywhere, needs no hook, and the shim
+//     is present even when the agent is down, so LD_PRELOAD never points at
+//     a missing file.
+//   - The per-container socket cannot be in a per-device spec, so the hook
+//     (createRuntime) registers with the agent and mounts the container's
+//     own socket directory at ContainerDir. Until then, and when the agent
+//     is down, the shim's sends fail silently.
+//   - The poststop hook deregisters.
+
+// Mount is one bind mount for the CDI spec's containerEdits.mounts.
+type Mount struct {
+	HostPath      string
+	ContainerPath string
+	Options       []string
+}
+
+// Hook is one entry for containerEdits.hooks. Stage is the CDI/OCI hook name
+// ("createRuntime", "poststop"); Args includes argv[0].
+type Hook struct {
+	Path  string
+	Args  []string
+	Env   []string
+	Stage string
+}
+
+// Edits is the telemetry part of an instance's CDI spec.
+type Edits struct {
+	Env    []string
+	Mounts []Mount
+	Hooks  []Hook
+}
+
+// Default host paths of the installed parts.
+const (
+	DefaultHookPath = "/usr/local/bin/migpro-hook"
+	DefaultShimPath = "/usr/local/lib/migpro/libmigpro-shim.so"
+)
+
+// EditsConfig says where things are installed on the host.
+type EditsConfig struct {
+	HookPath    string // default DefaultHookPath
+	ShimPath    string // default DefaultShimPath
+	AgentSocket string // default DefaultAgentSocket
+	// FailClosed makes the hook refuse containers whose telemetry cannot be
+	// set up.
+	FailClosed bool
+	// IntervalMs, when non-zero, sets the shim's periodic sample interval.
+	IntervalMs int
+}
+
+// CDIEdits returns the env, mounts and hooks for a CDI spec. The hook gets
+// an empty environment on purpose: it needs none, and an inherited one is
+// how CVE-2025-23266 happened.
+func CDIEdits(c EditsConfig) Edits {
+	if c.HookPath == "" {
+		c.HookPath = DefaultHookPath
+	}
+	if c.ShimPath == "" {
+		c.ShimPath = DefaultShimPath
+	}
+	if c.AgentSocket == "" {
+		c.AgentSocket = DefaultAgentSocket
+	}
+	args := []string{"migpro-hook", "--agent-socket", c.AgentSocket}
+	if c.FailClosed {
+		args = append(args, "--fail-closed")
+	}
+	env := []string{"LD_PRELOAD=" + ContainerShim, "MIGPRO_TELEMETRY_SOCKET=" + ContainerSocket}
+	if c.IntervalMs > 0 {
+		env = append(env, "MIGPRO_TELEMETRY_INTERVAL_MS="+itoa(c.IntervalMs))
+	}
+	return Edits{
+		Env: env,
+		Mounts: []Mount{{
+			HostPath: c.ShimPath, ContainerPath: ContainerShim,
+			Options: []string{"ro", "nosuid", "nodev", "bind"},
+		}},
+		Hooks: []Hook{
+			{Path: c.HookPath, Args: append(append([]string{}, args...), StageCreateRuntime), Env: []string{}, Stage: StageCreateRuntime},
+			{Path: c.HookPath, Args: append(append([]string{}, args...), StagePoststop), Env: []string{}, Stage: StagePoststop},
+		},
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

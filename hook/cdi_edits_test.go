@@ -1,0 +1,30 @@
+package hook
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestCDIEdits(t *testing.T) {
+	e := CDIEdits(EditsConfig{HookPath: "/opt/h", ShimPath: "/opt/shim.so", AgentSocket: "/a.sock", FailClosed: true, IntervalMs: 50})
+	if !slices.Contains(e.Env, "LD_PRELOAD="+ContainerShim) || !slices.Contains(e.Env, "MIGPRO_TELEMETRY_SOCKET="+ContainerSocket) ||
+		!slices.Contains(e.Env, "MIGPRO_TELEMETRY_INTERVAL_MS=50") {
+		t.Errorf("env %v", e.Env)
+	}
+	if len(e.Mounts) != 1 || e.Mounts[0].HostPath != "/opt/shim.so" || e.Mounts[0].ContainerPath != ContainerShim || !slices.Contains(e.Mounts[0].Options, "ro") {
+		t.Errorf("mounts %+v", e.Mounts)
+	}
+	if len(e.Hooks) != 2 || e.Hooks[0].Stage != StageCreateRuntime || e.Hooks[1].Stage != StagePoststop {
+		t.Fatalf("hooks %+v", e.Hooks)
+	}
+	for _, h := range e.Hooks {
+		want := []string{"migpro-hook", "--agent-socket", "/a.sock", "--fail-closed", h.Stage}
+		if h.Path != "/opt/h" || !slices.Equal(h.Args, want) || h.Env == nil || len(h.Env) != 0 {
+			t.Errorf("hook %+v, want args %v and an empty env", h, want)
+		}
+	}
+	d := CDIEdits(EditsConfig{})
+	if d.Hooks[0].Path != DefaultHookPath || d.Mounts[0].HostPath != DefaultShimPath || slices.Contains(d.Hooks[0].Args, "--fail-closed") || len(d.Env) != 2 {
+		t.Errorf("defaults %+v", d)
+	}
+}

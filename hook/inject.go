@@ -1,0 +1,234 @@
+package hook
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
+	"golang.org/x/sys/unix"
+)
+
+// Paths inside the container. The CDI edits (CDIEdits) and the shim's
+// defaults use the same constants.
+const (
+	// ContainerDir is where the container's own telemetry directory appears,
+	// read-only.
+	ContainerDir = "/run/migpro"
+	// ContainerSocket is the shim's datagram socket.
+	ContainerSocket = ContainerDir + "/telemetry.sock"
+	// ContainerShim is where the shim library appears, read-only.
+	ContainerShim = "/usr/lib/migpro/libmigpro-shim.so"
+)
+
+// ErrUnsafeRootfs marks a rootfs whose paths do not resolve where they must
+// (a symlink planted at /run/migpro, say). The hook then changes nothing and
+// the container does not start, whatever the fail-open setting.
+var ErrUnsafeRootfs = errors.New("unsafe container rootfs")
+
+// Injection says what to put into one container.
+type Injection struct {
+	// NSPath is the container's mount namespace, normally
+	// /proc/<state.pid>/ns/mnt: the runtime has made it and set up the
+	// container's mounts, but not yet pivoted into the rootfs.
+	NSPath string
+	// Rootfs is the absolute rootfs path; the runtime mounts it at the same
+	// path inside the namespace.
+	Rootfs string
+	// SocketDir is the agent's host directory holding telemetry.sock,
+	// mounted read-only at ContainerDir.
+	SocketDir string
+	// ShimHostPath, when set, is mounted read-only at ContainerShim. With
+	// CDI the engine mounts the shim itself and this stays empty.
+	ShimHostPath string
+}
+
+const roAttrs = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+
+// Inject mounts the telemetry directory (and optionally the shim) into the
+// container's mount namespace.
+//
+// Why a mount in the container's namespace, and done this way:
+//   - The socket must be per container, but a CDI spec is per device, so
+//     only the hook can mount it. Writing into the rootfs from the host
+//     would miss whatever the runtime mounted over /run inside the
+//     container, and would not survive an agent restart; a directory bind
+//     shows the agent's re-created socket.
+//   - The sources are cloned with open_tree in the host namespace and made
+//     read-only before they are attached, so nothing depends on how the
+//     container's namespace sees host paths, and the container never sees a
+//     writable instant.
+//   - Targets are resolved with pathrs-lite inside the rootfs (symlinks
+//     cannot leave it, and the walk is race-free) and must resolve to
+//     exactly <rootfs>/<path>: a symlink anywhere on the way is refused.
+//   - move_mount attaches by file descriptor, so nothing can be swapped
+//     between the check and the mount.
+func Inject(in Injection) error {
+	if !filepath.IsAbs(in.Rootfs) || !filepath.IsAbs(in.SocketDir) {
+		return fmt.Errorf("inject: rootfs %q and socket dir %q must be absolute", in.Rootfs, in.SocketDir)
+	}
+	dirTree, err := cloneReadOnly(in.SocketDir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirTree)
+	shimTree := -1
+	if in.ShimHostPath != "" {
+		if shimTree, err = cloneReadOnly(in.ShimHostPath); err != nil {
+			return err
+		}
+		defer unix.Close(shimTree)
+	}
+	return inNamespace(in.NSPath, func() error {
+		root, err := os.OpenFile(in.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("inject: opening rootfs %s in the container's namespace: %w", in.Rootfs, err)
+		}
+		defer root.Close()
+		rootReal, err := fdPath(root)
+		if err != nil {
+			return err
+		}
+		dir, err := mkdirExact(root, rootReal, ContainerDir)
+		if err != nil {
+			return err
+		}
+		defer dir.Close()
+		if shimTree >= 0 {
+			if err := attachShim(root, rootReal, shimTree); err != nil {
+				return err
+			}
+		}
+		if err := unix.MoveMount(dirTree, "", int(dir.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			return fmt.Errorf("inject: mounting %s at %s: %w", in.SocketDir, ContainerDir, err)
+		}
+		return nil
+	})
+}
+
+// cloneReadOnly makes a detached, read-only bind of a host path.
+func cloneReadOnly(src string) (int, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("inject: cloning %s (open_tree needs Linux 5.2+): %w", src, err)
+	}
+	attr := unix.MountAttr{Attr_set: roAttrs}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("inject: making %s read-only (mount_setattr needs Linux 5.12+): %w", src, err)
+	}
+	return fd, nil
+}
+
+// inNamespace runs fn on a thread that has joined the mount namespace at
+// nsPath. The thread is never unlocked, so the Go runtime retires it with
+// the goroutine instead of reusing a thread in a foreign namespace.
+func inNamespace(nsPath string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// setns(CLONE_NEWNS) refuses a thread that shares its filesystem
+		// context with others, as every Go thread does.
+		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+			errc <- fmt.Errorf("inject: unshare(CLONE_FS): %w", err)
+			return
+		}
+		fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("inject: opening mount namespace %s: %w", nsPath, err)
+			return
+		}
+		err = unix.Setns(fd, unix.CLONE_NEWNS)
+		unix.Close(fd)
+		if err != nil {
+			errc <- fmt.Errorf("inject: joining mount namespace %s: %w", nsPath, err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+func fdPath(f *os.File) (string, error) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return "", fmt.Errorf("inject: resolving %s: %w", f.Name(), err)
+	}
+	return p, nil
+}
+
+// mkdirExact creates (or opens) path under root and insists it resolved to
+// exactly rootReal+path.
+func mkdirExact(root *os.File, rootReal, path string) (*os.File, error) {
+	dir, err := pathrs.MkdirAllHandle(root, path, 0o755)
+	if err != nil {
+		return nil, fmt.Errorf("%w: creating %s in the rootfs%s: %v", ErrUnsafeRootfs, path, symlinkOnPath(rootReal, path), err)
+	}
+	if err := checkExact(dir, rootReal, path); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	return dir, nil
+}
+
+func checkExact(f *os.File, rootReal, path string) error {
+	got, err := fdPath(f)
+	if err != nil {
+		return err
+	}
+	if want := filepath.Join(rootReal, path); got != want {
+		rel, _ := filepath.Rel(rootReal, got)
+		return fmt.Errorf("%w: %s resolves to /%s through a symlink; refusing to mount over it", ErrUnsafeRootfs, path, rel)
+	}
+	return nil
+}
+
+// attachShim mounts the shim over a regular file at ContainerShim, creating
+// the empty mount point if needed.
+func attachShim(root *os.File, rootReal string, shimTree int) error {
+	dir, err := mkdirExact(root, rootReal, filepath.Dir(ContainerShim))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	name := filepath.Base(ContainerShim)
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if errors.Is(err, unix.EEXIST) {
+		// Already there (the image's, or an earlier mount): reuse it only
+		// if it is a plain file, never through a symlink.
+		fd, err = unix.Openat(int(dir.Fd()), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			var st unix.Stat_t
+			if err = unix.Fstat(fd, &st); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+				unix.Close(fd)
+				return fmt.Errorf("%w: %s exists and is not a regular file", ErrUnsafeRootfs, ContainerShim)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("inject: creating mount point %s: %w", ContainerShim, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.MoveMount(shimTree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("inject: mounting shim at %s: %w", ContainerShim, err)
+	}
+	return nil
+}
+
+// symlinkOnPath names the first symlink on path, for the error message only:
+// decisions are made on descriptors, never on this racy walk.
+func symlinkOnPath(rootReal, path string) string {
+	cur := rootReal
+	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
+		cur = filepath.Join(cur, part)
+		if target, err := os.Readlink(cur); err == nil {
+			rel, _ := filepath.Rel(rootReal, cur)
+			return fmt.Sprintf(" (/%s is a symlink to %s)", rel, target)
+		}
+	}
+	return ""
+}
