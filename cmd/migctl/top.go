@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+)
+
+func init() {
+	register("top", "live per-container GPU memory", runTop)
+}
+
+const topUsage = "usage: migctl top [--socket PATH] [--output text|json]"
+
+func runTop(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("top", flag.ContinueOnError)
+	socket := fs.String("socket", "/run/migpro/agent.sock", "the agent's local API socket")
+	output := fs.String("output", "text", "text or json")
+	timeout := fs.Duration("timeout", 5*time.Second, "bound on the request")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("unexpected arguments %q; %s", fs.Args(), topUsage)
+	}
+	if *output != "text" && *output != "json" {
+		return usagef("--output %q: want text or json", *output)
+	}
+	top, raw, err := fetchTop(*socket, *timeout)
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		_, err := stdout.Write(raw)
+		return err
+	}
+	return writeTopText(stdout, top, time.Now())
+}
+
+// fetchTop asks the agent for GET /v1/top and returns it decoded and raw
+// (the JSON output passes the agent's answer through unchanged).
+func fetchTop(socket string, timeout time.Duration) (telemetryapi.Top, []byte, error) {
+	var top telemetryapi.Top
+	client := &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}},
+	}
+	resp, err := client.Get("http://migpro-agent/v1/top")
+	if err != nil {
+		return top, nil, fmt.Errorf("asking the agent at %s (is migpro-agent running?): %w", socket, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return top, nil, fmt.Errorf("reading the agent's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return top, nil, fmt.Errorf("agent answered %s: %s", resp.Status, strings.TrimSpace(string(raw)))
+	}
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return top, nil, fmt.Errorf("decoding the agent's answer: %w", err)
+	}
+	return top, raw, nil
+}
+
+func writeTopText(w io.Writer, top telemetryapi.Top, now time.Time) error {
+	if len(top.Containers) == 0 {
+		_, err := fmt.Fprintln(w, "no containers registered for telemetry")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONTAINER\tPOD\tMIG\tCURRENT\tPEAK\tCAPACITY\tUSE\tSOURCE\tSAMPLES\tLAST")
+	for _, e := range top.Containers {
+		id := e.ID
+		if len(id) > 12 {
+			id = id[:12]
+		}
+		pod := "-"
+		if e.PodName != "" {
+			pod = e.PodNamespace + "/" + e.PodName
+			if e.ContainerName != "" {
+				pod += "/" + e.ContainerName
+			}
+		}
+		mig := "-"
+		if len(e.MIGUUIDs) > 0 {
+			mig = strings.Join(e.MIGUUIDs, ",")
+		}
+		use, last, src := "-", "never", "-"
+		if e.CapacityBytes > 0 {
+			use = fmt.Sprintf("%.0f%%", 100*float64(e.CurrentBytes)/float64(e.CapacityBytes))
+		}
+		if e.LastSample != nil {
+			last = now.Sub(*e.LastSample).Round(100*time.Millisecond).String() + " ago"
+		}
+		if e.Source != "" {
+			src = string(e.Source)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", id, pod, mig,
+			humanBytes(e.CurrentBytes), humanBytes(e.PeakBytes), humanBytes(e.CapacityBytes), use, src, e.Samples, last)
+	}
+	return tw.Flush()
+}
+
+// humanBytes prints binary units with one decimal.
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

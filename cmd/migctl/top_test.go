@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/migpro/migpro/predictor/telemetry"
+	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+)
+
+type fakeMem struct{}
+
+func (fakeMem) InstanceMemory(string) (uint64, uint64, error) { return 3 << 30, 10 << 30, nil }
+
+func topAgent(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "top")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s, err := telemetry.New(telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Register(telemetryapi.Registration{ID: "0123456789abcdef", MIGUUIDs: []string{"MIG-a"}, PodNamespace: "ns", PodName: "p", ContainerName: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Register(telemetryapi.Registration{ID: "idle"}); err != nil {
+		t.Fatal(err)
+	}
+	s.PollOnce(fakeMem{})
+	sock := filepath.Join(dir, "agent.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: s.Handler()}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return sock
+}
+
+func TestTopJSONAndText(t *testing.T) {
+	sock := topAgent(t)
+	var out bytes.Buffer
+	if code := runMain([]string{"top", "--socket", sock, "--output", "json"}, &out, &out); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	var top telemetryapi.Top
+	if err := json.Unmarshal(out.Bytes(), &top); err != nil || len(top.Containers) != 2 {
+		t.Fatalf("json %s: %v", out.String(), err)
+	}
+	e := top.Containers[0]
+	if e.ID != "0123456789abcdef" || e.CurrentBytes != 3<<30 || e.PeakBytes != 3<<30 || e.CapacityBytes != 10<<30 || e.Source != telemetryapi.SourceNVML || e.Samples != 1 {
+		t.Errorf("entry %+v", e)
+	}
+	out.Reset()
+	if code := runMain([]string{"top", "--socket", sock}, &out, &out); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"CONTAINER", "0123456789ab ", "ns/p/c", "MIG-a", "3.0GiB", "10.0GiB", "30%", "nvml", "idle", "never"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestTopErrors(t *testing.T) {
+	var out bytes.Buffer
+	if code := runMain([]string{"top", "--output", "yaml"}, &out, &out); code != 2 {
+		t.Errorf("bad output: exit %d", code)
+	}
+	if code := runMain([]string{"top", "extra"}, &out, &out); code != 2 {
+		t.Errorf("extra arg: exit %d", code)
+	}
+	out.Reset()
+	code := runMain([]string{"top", "--socket", filepath.Join(t.TempDir(), "none.sock")}, &out, &out)
+	if code != 1 || !strings.Contains(out.String(), "is migpro-agent running?") {
+		t.Errorf("agent down: exit %d, %q", code, out.String())
+	}
+	var u usageError
+	if err := runTop([]string{"--bogus"}, &out); !errors.As(err, &u) {
+		t.Errorf("bad flag: %v", err)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0B", 1023: "1023B", 1024: "1.0KiB", 1536: "1.5KiB", 10 << 30: "10.0GiB", 1 << 60: "1.0EiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
