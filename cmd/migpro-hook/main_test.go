@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/predictor/telemetry"
 )
 
@@ -197,5 +199,41 @@ func waitExec(tb testing.TB, pid int) {
 			tb.Fatal("container stand-in did not start")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// The shipped hooks.d file must name the installed hook, run at prestart and
+// poststop, and pass only flags the hook accepts.
+func TestHooksDFile(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/hooks.d/migpro.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Version string `json:"version"`
+		Hook    struct {
+			Path string   `json:"path"`
+			Args []string `json:"args"`
+		} `json:"hook"`
+		When   map[string]any `json:"when"`
+		Stages []string       `json:"stages"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != "1.0.0" || f.Hook.Path != hook.DefaultHookPath || len(f.Hook.Args) < 2 || f.When["always"] != true ||
+		strings.Join(f.Stages, ",") != "prestart,poststop" {
+		t.Fatalf("hooks.d file %+v", f)
+	}
+	// The flags must parse; with the agent down the hook fails open, exit 0.
+	var stderr bytes.Buffer
+	args := append(append([]string{}, f.Hook.Args[1:]...), "poststop")
+	for i, a := range args {
+		if a == "/var/log/migpro-hook.log" {
+			args[i] = filepath.Join(t.TempDir(), "log")
+		}
+	}
+	if code := run(args, strings.NewReader(`{"id":"x","bundle":"/b","status":"stopped"}`), &stderr); code != 0 {
+		t.Fatalf("hooks.d args rejected: exit %d %s", code, stderr.String())
 	}
 }

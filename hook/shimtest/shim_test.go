@@ -3,6 +3,7 @@ package shimtest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,4 +203,27 @@ func BenchmarkShimAllocFreePair(b *testing.B) {
 	b.ReportMetric(stub, "stub-ns/pair")
 	b.ReportMetric(shim, "shim-ns/pair")
 	b.ReportMetric(shim-stub, "overhead-ns/pair")
+}
+
+// The Makefile builds the shipped shim; these tests build their own. Both
+// must use the same flags, or the tests prove nothing about what ships.
+func TestMakefileUsesSameShimFlags(t *testing.T) {
+	src, err := SourceDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := os.ReadFile(filepath.Join(src, "..", "mk", "hook.mk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "SHIM_CFLAGS = " + strings.Join(ShimCFLAGS, " ")
+	for _, line := range strings.Split(string(mk), "\n") {
+		if strings.HasPrefix(line, "SHIM_CFLAGS") {
+			if strings.TrimSpace(line) != want {
+				t.Fatalf("mk/hook.mk has %q, tests build with %q", line, want)
+			}
+			return
+		}
+	}
+	t.Fatal("mk/hook.mk defines no SHIM_CFLAGS")
 }

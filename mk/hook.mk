@@ -1,0 +1,33 @@
+# The OCI hook, the telemetry shim and agent-side telemetry; see docs/hook.md.
+#
+#   make shim        build $(BIN)/libmigpro-shim.so with the system gcc
+#   make hook        build $(BIN)/migpro-hook (static: no cgo in its imports)
+#   make hook-fuzz   bounded fuzz runs (part of make test)
+#   make hook-bench  shim overhead, hook start time, agent ingest rate
+
+SHIM_CFLAGS = -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden
+HOOK_FUZZTIME ?= 20s
+
+.PHONY: shim hook hook-fuzz hook-bench
+
+build: $(BIN)/libmigpro-shim.so
+
+shim: $(BIN)/libmigpro-shim.so
+
+$(BIN)/libmigpro-shim.so: hook/shim/migpro_shim.c
+	@mkdir -p $(BIN)
+	gcc $(SHIM_CFLAGS) -o $@ $< -ldl
+
+hook:
+	$(GO) build -o $(BIN)/migpro-hook ./cmd/migpro-hook
+
+hook-fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HOOK_FUZZTIME) ./predictor/telemetry
+	$(GO) test -run '^$$' -fuzz '^FuzzHookInput$$' -fuzztime $(HOOK_FUZZTIME) ./hook
+
+hook-bench:
+	$(GO) test -run '^$$' -bench ShimAllocFreePair -benchtime 1000000x ./hook/shimtest
+	$(GO) test -run '^$$' -bench HookStart -benchtime 50x ./cmd/migpro-hook
+	$(GO) test -run '^$$' -bench Ingest -benchmem ./predictor/telemetry
+
+TEST_TARGETS += hook-fuzz
