@@ -3,13 +3,14 @@ package predictor
 // migpro extends Algorithm 1 where the thesis names its weak spots:
 //   - the fit covers only a sliding window of the peak series, so a warm-up
 //     ramp leaves it instead of tilting it for the whole run;
-//   - it fits three windows at once (Window, Window/2, Window/4 samples), so
-//     growth that starts late is seen within a short window's worth of
-//     samples while a long window still averages slow growth;
+//   - it fits four windows at once (Window, Window/2, Window/4, Window/8
+//     samples), so growth that starts late is seen within a short window's
+//     worth of samples, while a long window still sees slow growth and steps
+//     up to a quarter of its length apart;
 //   - with no horizon it marks on time to OOM: the upper bound a·t+b+z·σ
 //     crosses capacity within a lead time tied to how long it has watched;
 //   - it marks only on sustained growth (see growing), which turns a plateau,
-//     the end of a warm-up, a periodic peak or a one-off burst into "no";
+//     the end of a warm-up, a periodic peak or bursts into "no";
 //   - Persist consecutive positive samples are needed, after MinSamples.
 //
 // The peak series is fitted, not the raw one: bursts from temporary buffers
@@ -23,22 +24,28 @@ type migpro struct {
 	sc     [scales]scale
 }
 
-type point struct{ t, y float64 }
+// point is one sample: t, the peak so far (y) and the raw usage.
+type point struct{ t, y, raw float64 }
 
 // scale is a fit over the newest size points of the ring.
 type scale struct {
 	fit  linFit
+	raw  linFit // the raw usage over the same window
 	size int
 	held int
 }
 
 const (
-	scales   = 3
+	scales   = 4
 	quarters = 4
-	// aliveRatio is the share of the fitted rise each quarter must reach. A
-	// saturating warm-up falls below it within a few samples of levelling
-	// off; a noisy line's running peak stays near one.
-	aliveRatio = 0.6
+	// aliveRatio is the share of the fitted rise each older quarter must
+	// reach, newestRatio the share for the newest quarter, where a warm-up
+	// levelling off shows first. A noisy line's running peak stays near one.
+	aliveRatio  = 0.6
+	newestRatio = 0.75
+	// decelRatio: a window whose slope is under this share of the rise over
+	// the span just before it is the tail of a warm-up, not a trend.
+	decelRatio = 0.75
 	// refreshEvery bounds rounding drift from add/remove on long runs. A
 	// rebuild costs about 2·Window operations, so per sample the cost stays
 	// O(1) amortised.
@@ -59,18 +66,20 @@ func (m *migpro) back(k int) point {
 	return m.ring[((m.head-1-k)%n+n)%n]
 }
 
-func (m *migpro) push(t, y float64) {
+func (m *migpro) push(t, y, raw float64) {
 	for i := range m.sc {
 		s := &m.sc[i]
 		if s.held == s.size {
 			old := m.back(s.size - 1)
 			s.fit.remove(old.t, old.y)
+			s.raw.remove(old.t, old.raw)
 		} else {
 			s.held++
 		}
 		s.fit.add(t, y)
+		s.raw.add(t, raw)
 	}
-	m.ring[m.head] = point{t, y}
+	m.ring[m.head] = point{t, y, raw}
 	m.head = (m.head + 1) % len(m.ring)
 	m.count = min(m.count+1, len(m.ring))
 	if m.sinceR++; m.sinceR >= refreshEvery {
@@ -82,16 +91,18 @@ func (m *migpro) rebuild() {
 	for i := range m.sc {
 		s := &m.sc[i]
 		s.fit.reset()
+		s.raw.reset()
 		for k := s.held - 1; k >= 0; k-- {
 			q := m.back(k)
 			s.fit.add(q.t, q.y)
+			s.raw.add(q.t, q.raw)
 		}
 	}
 	m.sinceR = 0
 }
 
 func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
-	m.push(s.T, p.peak)
+	m.push(s.T, p.peak, float64(s.Used))
 	capacity := float64(p.cfg.Capacity)
 	if p.peak >= capacity {
 		// Already at the limit: nothing to forecast, no reason to wait.
@@ -104,7 +115,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 	for i := range p.cfg.Scales {
 		sc := &m.sc[i]
 		if i > 0 && sc.held == m.sc[i-1].held {
-			break // same points as the longer window: nothing new to learn
+			continue // same points as the longer window: nothing new to learn
 		}
 		v, hit := m.check(p, sc, s.T)
 		if !hit {
@@ -153,7 +164,8 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 // evaluation peak, a new largest burst) rises in one quarter only; a warm-up
 // levelling off fails its latest quarters; a plateau rises in none. Real
 // growth, linear or in regular steps no longer than a quarter window, rises in
-// all four.
+// all four. The raw usage must trend up as well, and a window must not be
+// slower than the span before it.
 func (m *migpro) growing(sc *scale, z float64, slopeOnly bool) bool {
 	a := sc.fit.slope()
 	if a <= 0 || a < z*sc.fit.slopeSE() {
@@ -161,6 +173,12 @@ func (m *migpro) growing(sc *scale, z float64, slopeOnly bool) bool {
 	}
 	if slopeOnly {
 		return true
+	}
+	// The raw usage must trend up too. Growth lifts every sample; the peak
+	// of bounded bursts climbs a staircase of new records while the usage
+	// between bursts stays where it was.
+	if r := sc.raw.slope(); r <= 0 || r < z*sc.raw.slopeSE() {
+		return false
 	}
 	k := (sc.held - 1) / quarters
 	if k < 1 {
@@ -170,10 +188,23 @@ func (m *migpro) growing(sc *scale, z float64, slopeOnly bool) bool {
 	for i := 1; i <= quarters; i++ {
 		older := m.back(i * k)
 		dt := newer.t - older.t
-		if dt <= 0 || newer.y-older.y < aliveRatio*a*dt {
+		ratio := aliveRatio
+		if i == 1 {
+			ratio = newestRatio
+		}
+		if dt <= 0 || newer.y-older.y < ratio*a*dt {
 			return false
 		}
 		newer = older
+	}
+	// A window shorter than the ring can see what came before it. If the
+	// peak rose faster there, the growth is slowing down: the tail of a
+	// warm-up, not a trend.
+	if 2*sc.held <= m.count {
+		end, start := m.back(sc.held-1), m.back(2*sc.held-1)
+		if dt := end.t - start.t; dt > 0 && a < decelRatio*(end.y-start.y)/dt {
+			return false
+		}
 	}
 	return true
 }

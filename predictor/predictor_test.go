@@ -49,7 +49,7 @@ func TestConfigErrors(t *testing.T) {
 		{predictor.Config{Capacity: 1, Horizon: -1}, "horizon"},
 		{predictor.Config{Capacity: 1, Window: 2}, "window"},
 		{predictor.Config{Capacity: 1, Persist: -1}, "invalid config"},
-		{predictor.Config{Capacity: 1, Scales: 4}, "scales 4"},
+		{predictor.Config{Capacity: 1, Scales: 5}, "scales 5"},
 	} {
 		_, err := predictor.New(tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
