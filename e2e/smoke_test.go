@@ -20,6 +20,9 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	cdilib "tags.cncf.io/container-device-interface/pkg/cdi"
 	cdispecs "tags.cncf.io/container-device-interface/specs-go"
@@ -158,6 +161,60 @@ spec:
 
 	k.RemoveStaticPod(t, "smoke")
 	k.WaitPodGone(t, "smoke", 60*time.Second)
+}
+
+func TestSmokeCluster(t *testing.T) {
+	cl := harness.StartCluster(t)
+	c := harness.StartContainerd(t)
+	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c, Cluster: cl})
+	c.ImportArchive(t, "k8s.io", harness.BusyboxImage(t))
+	writeSmokeSpec(t, "")
+	startSmokePlugin(t, smokeKind, smokeDevice)
+	cl.WaitNodeReady(t, k.NodeName, 60*time.Second)
+
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, k.NodeName, metav1.GetOptions{})
+		if err == nil && n.Status.Allocatable.Name(smokeKind, resource.DecimalSI).Value() == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node never advertised %s: %v", smokeKind, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+
+	no := false
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{
+				Name: "main", Image: harness.BusyboxImageName, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", smokeScript + "; sleep 600"},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+					corev1.ResourceName(smokeKind): resource.MustParse("1")}},
+			}},
+		},
+	}
+	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	var out string
+	deadline = time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		// Logs through the API server, so apiserver -> kubelet works too.
+		b, err := cl.Client.CoreV1().Pods("default").GetLogs("smoke", &corev1.PodLogOptions{Container: "main"}).DoRaw(ctx)
+		if out = string(b); err == nil && strings.Contains(out, "No such device") {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	checkSmokeOutput(t, out)
+	if err := cl.Client.CoreV1().Pods("default").Delete(ctx, "smoke", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod: %v", err)
+	}
 }
 
 // smokePlugin is a minimal device plugin: one healthy device "dev0" whose

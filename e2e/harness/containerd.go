@@ -71,6 +71,9 @@ func StartContainerd(t testing.TB, opts ...ContainerdOption) *Containerd {
 	if err := os.WriteFile(conf, []byte(containerdTOML(dir, c.Socket, c.RuncRoot, cfg)), 0o644); err != nil {
 		t.Fatalf("write containerd config: %v", err)
 	}
+	if err := writeCNIConfig(dir); err != nil {
+		t.Fatalf("write CNI config: %v", err)
+	}
 	logPath := filepath.Join(dir, "containerd.log")
 	// The shim is found on PATH; put ours first.
 	env := []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH")}
@@ -151,6 +154,9 @@ state = %[2]q
   [plugins.'io.containerd.cri.v1.runtime']
     cdi_spec_dirs = %[7]s
     restrict_oom_score_adj = true
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['/usr/lib/cni']
+      conf_dir = %[10]q
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = 'runc'
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -160,7 +166,27 @@ state = %[2]q
           Root = %[9]q
           SystemdCgroup = false
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), sock, sock+".ttrpc",
-		filepath.Join(dir, "opt"), PauseImageName, q(cfg.cdiSpecDirs), RuncPath, runcRoot)
+		filepath.Join(dir, "opt"), PauseImageName, q(cfg.cdiSpecDirs), RuncPath, runcRoot, filepath.Join(dir, "cni"))
+}
+
+// writeCNIConfig writes a bridge network in dir/cni, so the CRI plugin
+// reports NetworkReady (a cluster node is Ready only then). Test pods use
+// hostNetwork, so nothing is ever attached to it.
+func writeCNIConfig(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "cni"), 0o755); err != nil {
+		return err
+	}
+	conf := fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "migpro-e2e",
+  "plugins": [
+    {"type": "bridge", "bridge": "mige2e0", "isGateway": true, "ipMasq": false,
+     "ipam": {"type": "host-local", "dataDir": %q,
+              "ranges": [[{"subnet": "10.244.77.0/24"}]]}}
+  ]
+}
+`, filepath.Join(dir, "cni-ipam"))
+	return os.WriteFile(filepath.Join(dir, "cni", "10-migpro-e2e.conflist"), []byte(conf), 0o644)
 }
 
 // Context returns a background context in namespace ns.

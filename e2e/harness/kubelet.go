@@ -32,6 +32,10 @@ type KubeletOptions struct {
 	// NodeName is the node's name, default "migpro-e2e". Static pods show up
 	// as "<pod>-<NodeName>".
 	NodeName string
+	// Cluster, when set, joins the kubelet to that control plane as node
+	// NodeName (registered, serving on Cluster.NodeIP). Without it the
+	// kubelet runs standalone on 127.0.0.1.
+	Cluster *Cluster
 	// ExtraConfig is appended to the KubeletConfiguration YAML (top-level
 	// keys, e.g. "featureGates:\n  Foo: true\n").
 	ExtraConfig string
@@ -47,6 +51,11 @@ type Kubelet struct {
 	ConfigPath   string
 	NodeName     string
 	Containerd   *Containerd
+	// Address is where the kubelet serves (port 10250): 127.0.0.1, or the
+	// cluster's NodeIP.
+	Address string
+	// Kubeconfig is the node's kubeconfig in cluster mode, else "".
+	Kubeconfig string
 
 	bin        string
 	logPath    string
@@ -55,6 +64,7 @@ type Kubelet struct {
 	hadVarLogC bool
 	cgroupsPre map[string]bool
 	lock       *os.File
+	clusterCA  string
 }
 
 // StartKubelet starts a standalone kubelet per docs/e2e.md and waits until
@@ -81,7 +91,12 @@ func StartKubelet(t testing.TB, opts KubeletOptions) *Kubelet {
 		Dir: dir, RootDir: filepath.Join(dir, "root"), StaticPodDir: filepath.Join(dir, "manifests"),
 		PodLogsDir: filepath.Join(dir, "pod-logs"), ConfigPath: filepath.Join(dir, "config.yaml"),
 		NodeName: opts.NodeName, Containerd: opts.Containerd, bin: bin,
-		logPath: filepath.Join(dir, "kubelet.log"), lock: lock,
+		logPath: filepath.Join(dir, "kubelet.log"), lock: lock, Address: "127.0.0.1",
+	}
+	if opts.Cluster != nil {
+		k.Address = opts.Cluster.NodeIP
+		k.Kubeconfig = opts.Cluster.UserKubeconfig(t, "node-"+k.NodeName, "system:node:"+k.NodeName, "system:nodes")
+		k.clusterCA = opts.Cluster.CAFile
 	}
 	for _, d := range []string{k.RootDir, k.StaticPodDir, k.PodLogsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -103,10 +118,18 @@ func StartKubelet(t testing.TB, opts KubeletOptions) *Kubelet {
 }
 
 func (k *Kubelet) configYAML(extra string) string {
-	return fmt.Sprintf(`# Written by the migpro e2e harness: standalone kubelet, no API server.
+	register := "registerNode: false\n"
+	if k.Kubeconfig != "" {
+		register = "registerNode: true\n"
+	}
+	x509 := ""
+	if k.clusterCA != "" {
+		x509 = fmt.Sprintf("  x509:\n    clientCAFile: %q\n", k.clusterCA)
+	}
+	return fmt.Sprintf(`# Written by the migpro e2e harness.
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: %q
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -116,6 +139,7 @@ authentication:
     enabled: true
   webhook:
     enabled: false
+%s
 authorization:
   mode: AlwaysAllow
 cgroupDriver: cgroupfs
@@ -129,17 +153,19 @@ syncFrequency: 5s
 containerRuntimeEndpoint: %q
 podLogsDir: %q
 volumePluginDir: %q
-registerNode: false
-%s`, k.StaticPodDir, "unix://"+k.Containerd.Socket, k.PodLogsDir,
-		filepath.Join(k.Dir, "volume-plugins"), extra)
+%s%s`, k.Address, x509, k.StaticPodDir, "unix://"+k.Containerd.Socket, k.PodLogsDir,
+		filepath.Join(k.Dir, "volume-plugins"), register, extra)
 }
 
 // start runs the kubelet and waits until it is ready.
 func (k *Kubelet) start(t testing.TB) {
 	t.Helper()
 	start := time.Now()
-	d, err := startDaemon("kubelet", k.logPath, nil, k.bin,
-		"--config", k.ConfigPath, "--root-dir", k.RootDir, "--hostname-override", k.NodeName, "--v=2")
+	args := []string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--hostname-override", k.NodeName, "--v=2"}
+	if k.Kubeconfig != "" {
+		args = append(args, "--kubeconfig", k.Kubeconfig, "--node-ip", k.Address)
+	}
+	d, err := startDaemon("kubelet", k.logPath, nil, k.bin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,9 +22,9 @@ func insecureTLS() *tls.Config {
 	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback test kubelet
 }
 
-// Pods returns the kubelet's pods from https://127.0.0.1:10250/pods.
+// Pods returns the kubelet's pods from https://<Address>:10250/pods.
 func (k *Kubelet) Pods() ([]corev1.Pod, error) {
-	resp, err := insecureClient.Get("https://127.0.0.1:10250/pods")
+	resp, err := insecureClient.Get("https://" + net.JoinHostPort(k.Address, "10250") + "/pods")
 	if err != nil {
 		return nil, err
 	}
