@@ -22,7 +22,12 @@ func (n *Node) SetMIGMode(gpuIndex int, on bool) error {
 	if !on && len(g.gis) > 0 {
 		return fmt.Errorf("disable MIG on simulated GPU %d: %d GPU instances exist: %w", gpuIndex, len(g.gis), gpu.ErrInUse)
 	}
+	was := g.migOn
 	g.migOn = on
+	if err := n.d.persistLocked(); err != nil {
+		g.migOn = was
+		return fmt.Errorf("set MIG mode of simulated GPU %d: %w", gpuIndex, err)
+	}
 	return nil
 }
 
@@ -38,7 +43,12 @@ func (n *Node) SetInstanceMemoryUsed(gpuIndex, giID int, bytes uint64) error {
 	if total := gi.info.MemorySizeMB * mib; bytes > total {
 		return fmt.Errorf("set memory used of GPU instance %d on GPU %d to %d bytes: it has only %d", giID, gpuIndex, bytes, total)
 	}
+	was := gi.memUsed
 	gi.memUsed = bytes
+	if err := n.d.persistLocked(); err != nil {
+		gi.memUsed = was
+		return fmt.Errorf("set memory used of GPU instance %d on GPU %d: %w", giID, gpuIndex, err)
+	}
 	return nil
 }
 
@@ -59,6 +69,10 @@ func (n *Node) AddProcess(gpuIndex, giID int, pid uint32, bytes uint64) error {
 		return fmt.Errorf("add process %d to GPU instance %d on GPU %d: already running there", pid, giID, gpuIndex)
 	}
 	gi.procs[pid] = bytes
+	if err := n.d.persistLocked(); err != nil {
+		delete(gi.procs, pid)
+		return fmt.Errorf("add process %d to GPU instance %d on GPU %d: %w", pid, giID, gpuIndex, err)
+	}
 	return nil
 }
 
@@ -73,7 +87,12 @@ func (n *Node) RemoveProcess(gpuIndex, giID int, pid uint32) error {
 	if _, ok := gi.procs[pid]; !ok {
 		return fmt.Errorf("remove process %d from GPU instance %d on GPU %d: not running there: %w", pid, giID, gpuIndex, gpu.ErrNotFound)
 	}
+	was := gi.procs[pid]
 	delete(gi.procs, pid)
+	if err := n.d.persistLocked(); err != nil {
+		gi.procs[pid] = was
+		return fmt.Errorf("remove process %d from GPU instance %d on GPU %d: %w", pid, giID, gpuIndex, err)
+	}
 	return nil
 }
 

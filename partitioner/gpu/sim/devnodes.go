@@ -236,3 +236,47 @@ func majorsInUse() map[uint32]bool {
 	}
 	return used
 }
+
+// pruneStale removes capability files of instances g does not hold: ones a
+// crash left between publishing an instance and saving it. Files of held
+// instances stay.
+func (f *devFiles) pruneStale(g *gpuState) {
+	if f == nil {
+		return
+	}
+	migDir := filepath.Join(f.capsDir, fmt.Sprintf("gpu%d", g.index), "mig")
+	entries, err := os.ReadDir(migDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		giID, ok := capDirID(e.Name(), "gi")
+		if !ok {
+			continue
+		}
+		gi := g.gis[giID]
+		giDir := filepath.Join(migDir, e.Name())
+		if cis, err := os.ReadDir(giDir); err == nil {
+			for _, c := range cis {
+				ciID, ok := capDirID(c.Name(), "ci")
+				if !ok || (gi != nil && gi.cis[ciID] != nil) {
+					continue
+				}
+				f.removeCap(filepath.Join(giDir, c.Name()), giCapMinor(g.index, giID)+1+ciID)
+			}
+		}
+		if gi == nil {
+			f.removeCap(giDir, giCapMinor(g.index, giID))
+		}
+	}
+}
+
+// capDirID parses "gi3" or "ci0".
+func capDirID(name, prefix string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.Atoi(rest)
+	return id, err == nil && id >= 0
+}

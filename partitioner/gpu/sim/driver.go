@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
 )
 
 // Op names a MIG reconfiguration the simulated driver can delay or fail.
@@ -39,7 +40,8 @@ type driver struct {
 	gpus    []*gpuState
 	faults  []*fault
 	latency map[Op]time.Duration
-	files   *devFiles // nil when the node has no root directory
+	files   *devFiles   // nil when the node has no root directory
+	store   *stateStore // nil when the node has no state file
 }
 
 type fault struct {
@@ -132,8 +134,10 @@ func (d *driver) injectedLocked(op Op) nvml.Return {
 
 // reconfigure runs one create or destroy the way the driver does: serialised
 // per GPU, taking its time, and failing when a fault falls due before any
-// state changes.
-func (g *gpuState) reconfigure(op Op, apply func() nvml.Return) nvml.Return {
+// state changes. With a state file, a change that cannot be saved is undone
+// and reported as ERROR_UNKNOWN: an instance that would vanish in a crash
+// must not be handed to a caller who then starts a pod on it.
+func (g *gpuState) reconfigure(op Op, apply func() nvml.Return, undo func()) nvml.Return {
 	g.reconfig.Lock()
 	defer g.reconfig.Unlock()
 	g.d.pause(op)
@@ -142,7 +146,16 @@ func (g *gpuState) reconfigure(op Op, apply func() nvml.Return) nvml.Return {
 	if ret := g.d.injectedLocked(op); ret != nvml.SUCCESS {
 		return ret
 	}
-	return apply()
+	if ret := apply(); ret != nvml.SUCCESS {
+		return ret
+	}
+	if err := g.d.persistLocked(); err != nil {
+		undo()
+		logrus.WithError(err).WithFields(logrus.Fields{"gpu": g.index, "op": op}).
+			Error("simulated driver undid an operation it could not save")
+		return nvml.ERROR_UNKNOWN
+	}
+	return nvml.SUCCESS
 }
 
 func (g *gpuState) usedSlicesLocked() int {
@@ -193,46 +206,63 @@ func lowestFree[T any](used map[int]T, from int) int {
 
 // createGILocked enforces the driver's rules for a new GPU instance.
 func (g *gpuState) createGILocked(info *nvml.GpuInstanceProfileInfo, place *nvml.GpuInstancePlacement) (*giState, nvml.Return) {
-	if !g.migOn {
-		return nil, nvml.ERROR_NOT_SUPPORTED
-	}
 	if info == nil || place == nil {
+		if !g.migOn {
+			return nil, nvml.ERROR_NOT_SUPPORTED
+		}
 		return nil, nvml.ERROR_INVALID_ARGUMENT
 	}
-	known, ok := g.model.profileInfo(int(info.Id))
+	known, ret := g.admitGILocked(int(info.Id), *place)
+	if ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	return g.insertGILocked(lowestFree(g.gis, 1), known, *place), nvml.SUCCESS
+}
+
+// admitGILocked is the driver's refusal list for a new GPU instance. Loading
+// a state file runs it too, so a loaded node obeys the rules a live one does.
+func (g *gpuState) admitGILocked(profileID int, place nvml.GpuInstancePlacement) (nvml.GpuInstanceProfileInfo, nvml.Return) {
+	if !g.migOn {
+		return nvml.GpuInstanceProfileInfo{}, nvml.ERROR_NOT_SUPPORTED
+	}
+	known, ok := g.model.profileInfo(profileID)
 	if !ok {
-		return nil, nvml.ERROR_INVALID_ARGUMENT
+		return known, nvml.ERROR_INVALID_ARGUMENT
 	}
 	legal := false
-	for _, p := range g.model.placementsFor(int(info.Id)) {
-		if p == *place {
+	for _, p := range g.model.placementsFor(profileID) {
+		if p == place {
 			legal = true
 			break
 		}
 	}
 	if !legal {
-		return nil, nvml.ERROR_INVALID_ARGUMENT
+		return known, nvml.ERROR_INVALID_ARGUMENT
 	}
 	sameProfile := 0
 	for _, gi := range g.gis {
-		if overlaps(gi.placement, *place) {
-			return nil, nvml.ERROR_INSUFFICIENT_RESOURCES
+		if overlaps(gi.placement, place) {
+			return known, nvml.ERROR_INSUFFICIENT_RESOURCES
 		}
 		if gi.info.Id == known.Id {
 			sameProfile++
 		}
 	}
 	if sameProfile >= int(known.InstanceCount) {
-		return nil, nvml.ERROR_INSUFFICIENT_RESOURCES
+		return known, nvml.ERROR_INSUFFICIENT_RESOURCES
 	}
 	if g.usedSlicesLocked()+int(known.SliceCount) > g.model.computeSlices {
-		return nil, nvml.ERROR_INSUFFICIENT_RESOURCES
+		return known, nvml.ERROR_INSUFFICIENT_RESOURCES
 	}
+	return known, nvml.SUCCESS
+}
+
+func (g *gpuState) insertGILocked(id int, info nvml.GpuInstanceProfileInfo, place nvml.GpuInstancePlacement) *giState {
 	gi := &giState{
 		g:         g,
-		id:        lowestFree(g.gis, 1),
-		info:      known,
-		placement: *place,
+		id:        id,
+		info:      info,
+		placement: place,
 		cis:       map[int]*ciState{},
 		procs:     map[uint32]uint64{},
 	}
@@ -240,7 +270,7 @@ func (g *gpuState) createGILocked(info *nvml.GpuInstanceProfileInfo, place *nvml
 	gi.capMinor = giCapMinor(g.index, gi.id)
 	g.gis[gi.id] = gi
 	g.d.files.addGI(gi)
-	return gi, nvml.SUCCESS
+	return gi
 }
 
 func overlaps(a, b nvml.GpuInstancePlacement) bool {
@@ -261,9 +291,18 @@ func (gi *giState) createCILocked(info *nvml.ComputeInstanceProfileInfo) (*ciSta
 	if gi.destroyed || info == nil {
 		return nil, nvml.ERROR_INVALID_ARGUMENT
 	}
-	known, ok := gi.ciProfile(int(info.Id))
+	known, ret := gi.admitCILocked(int(info.Id))
+	if ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	return gi.insertCILocked(lowestFree(gi.cis, 0), known, gi.g.nextMIGUUIDLocked()), nvml.SUCCESS
+}
+
+// admitCILocked is the driver's refusal list for a new compute instance.
+func (gi *giState) admitCILocked(profileID int) (nvml.ComputeInstanceProfileInfo, nvml.Return) {
+	known, ok := gi.ciProfile(profileID)
 	if !ok {
-		return nil, nvml.ERROR_INVALID_ARGUMENT
+		return known, nvml.ERROR_INVALID_ARGUMENT
 	}
 	used, same := 0, 0
 	for _, ci := range gi.cis {
@@ -273,18 +312,45 @@ func (gi *giState) createCILocked(info *nvml.ComputeInstanceProfileInfo) (*ciSta
 		}
 	}
 	if used+int(known.SliceCount) > int(gi.info.SliceCount) || same >= int(known.InstanceCount) {
-		return nil, nvml.ERROR_INSUFFICIENT_RESOURCES
+		return known, nvml.ERROR_INSUFFICIENT_RESOURCES
 	}
-	g := gi.g
-	ci := &ciState{gi: gi, id: lowestFree(gi.cis, 0), info: known}
-	ci.uuid = deriveUUID("MIG", g.d.seed, "mig", g.index, g.made)
-	g.made++
+	return known, nvml.SUCCESS
+}
+
+// nextMIGUUIDLocked advances the GPU's UUID generator. It skips any UUID a
+// compute instance already holds, so a state file whose generator position
+// was hand-edited backwards still cannot yield a duplicate.
+func (g *gpuState) nextMIGUUIDLocked() string {
+	for {
+		uuid := deriveUUID("MIG", g.d.seed, "mig", g.index, g.made)
+		g.made++
+		if !g.d.migUUIDInUseLocked(uuid) {
+			return uuid
+		}
+	}
+}
+
+func (d *driver) migUUIDInUseLocked(uuid string) bool {
+	for _, g := range d.gpus {
+		for _, gi := range g.gis {
+			for _, ci := range gi.cis {
+				if ci.uuid == uuid {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (gi *giState) insertCILocked(id int, info nvml.ComputeInstanceProfileInfo, uuid string) *ciState {
+	ci := &ciState{gi: gi, id: id, info: info, uuid: uuid}
 	ci.capMinor = gi.capMinor + 1 + ci.id
 	ci.handle = newSimCI(ci)
 	ci.mig = newSimMigDevice(ci)
 	gi.cis[ci.id] = ci
-	g.d.files.addCI(ci)
-	return ci, nvml.SUCCESS
+	gi.g.d.files.addCI(ci)
+	return ci
 }
 
 func (ci *ciState) destroyLocked() nvml.Return {
@@ -300,6 +366,23 @@ func (ci *ciState) destroyLocked() nvml.Return {
 	return nvml.SUCCESS
 }
 
+// undoCreateLocked takes back a compute instance createCILocked made,
+// rewinding the UUID generator to made so the next create reuses the UUID.
+func (ci *ciState) undoCreateLocked(made uint64) {
+	delete(ci.gi.cis, ci.id)
+	ci.destroyed = true
+	ci.gi.g.made = made
+	ci.gi.g.d.files.removeCI(ci)
+}
+
+// undoDestroyLocked puts back a compute instance destroyLocked removed,
+// keeping its handles valid.
+func (ci *ciState) undoDestroyLocked() {
+	ci.destroyed = false
+	ci.gi.cis[ci.id] = ci
+	ci.gi.g.d.files.addCI(ci)
+}
+
 func (gi *giState) destroyLocked() nvml.Return {
 	if gi.destroyed {
 		return nvml.ERROR_INVALID_ARGUMENT
@@ -311,6 +394,18 @@ func (gi *giState) destroyLocked() nvml.Return {
 	gi.destroyed = true
 	gi.g.d.files.removeGI(gi)
 	return nvml.SUCCESS
+}
+
+func (gi *giState) undoCreateLocked() {
+	delete(gi.g.gis, gi.id)
+	gi.destroyed = true
+	gi.g.d.files.removeGI(gi)
+}
+
+func (gi *giState) undoDestroyLocked() {
+	gi.destroyed = false
+	gi.g.gis[gi.id] = gi
+	gi.g.d.files.addGI(gi)
 }
 
 // memoryLocked is what the GI's MIG device reports: the level a test set

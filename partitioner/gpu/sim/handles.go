@@ -142,7 +142,7 @@ func (h *simDevice) CreateGpuInstanceWithPlacement(info *nvml.GpuInstanceProfile
 		var ret nvml.Return
 		made, ret = h.g.createGILocked(info, place)
 		return ret
-	})
+	}, func() { made.undoCreateLocked() })
 	if ret != nvml.SUCCESS {
 		return nil, ret
 	}
@@ -255,11 +255,13 @@ func (h *simGI) GetComputeInstanceProfileInfo(id, engine int) (nvml.ComputeInsta
 
 func (h *simGI) CreateComputeInstance(info *nvml.ComputeInstanceProfileInfo) (nvml.ComputeInstance, nvml.Return) {
 	var made *ciState
+	var before uint64 // the UUID generator's position, for the undo
 	ret := h.gi.g.reconfigure(OpCreateCI, func() nvml.Return {
 		var ret nvml.Return
+		before = h.gi.g.made
 		made, ret = h.gi.createCILocked(info)
 		return ret
-	})
+	}, func() { made.undoCreateLocked(before) })
 	if ret != nvml.SUCCESS {
 		return nil, ret
 	}
@@ -293,7 +295,7 @@ func (h *simGI) GetComputeInstanceById(id int) (nvml.ComputeInstance, nvml.Retur
 }
 
 func (h *simGI) Destroy() nvml.Return {
-	return h.gi.g.reconfigure(OpDestroyGI, h.gi.destroyLocked)
+	return h.gi.g.reconfigure(OpDestroyGI, h.gi.destroyLocked, h.gi.undoDestroyLocked)
 }
 
 // simCI is a compute-instance handle.
@@ -323,7 +325,7 @@ func (h *simCI) GetInfo() (nvml.ComputeInstanceInfo, nvml.Return) {
 }
 
 func (h *simCI) Destroy() nvml.Return {
-	return h.ci.gi.g.reconfigure(OpDestroyCI, h.ci.destroyLocked)
+	return h.ci.gi.g.reconfigure(OpDestroyCI, h.ci.destroyLocked, h.ci.undoDestroyLocked)
 }
 
 // simMigDevice is the MIG device handle NVML exposes per compute instance.

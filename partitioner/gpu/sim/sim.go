@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -29,6 +30,7 @@ type config struct {
 	seed        int64
 	root        string
 	migDisabled bool
+	stateFile   string
 	adapterOpts []nvmlgpu.Option
 }
 
@@ -45,6 +47,13 @@ func WithRoot(dir string) Option { return func(c *config) { c.root = dir } }
 
 // WithMIGDisabled starts every GPU with MIG mode off.
 func WithMIGDisabled() Option { return func(c *config) { c.migDisabled = true } }
+
+// WithStateFile keeps the driver state in path, the way the kernel driver
+// outlives the agent on a real node: New loads it if the file exists (which
+// overrides WithMIGDisabled) and every successful change is saved to it
+// atomically. See the package documentation for what is kept and who may
+// write it.
+func WithStateFile(path string) Option { return func(c *config) { c.stateFile = path } }
 
 // WithAdapterOptions passes options through to the nvmlgpu adapter.
 func WithAdapterOptions(opts ...nvmlgpu.Option) Option {
@@ -66,27 +75,9 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	d := &driver{seed: c.seed, latency: map[Op]time.Duration{}}
-	for _, mc := range gpus {
-		m, err := lookupModel(mc.Model)
-		if err != nil {
-			return nil, fmt.Errorf("build simulated node: %w", err)
-		}
-		if mc.Count < 1 {
-			return nil, fmt.Errorf("build simulated node: count %d for %s: want at least 1", mc.Count, m.name)
-		}
-		for i := 0; i < mc.Count; i++ {
-			g := &gpuState{d: d, index: len(d.gpus), model: m, migOn: !c.migDisabled, gis: map[int]*giState{}}
-			g.uuid = deriveUUID("GPU", c.seed, "gpu", g.index, m.name)
-			g.handle = &simDevice{Device: &mock.Device{}, g: g}
-			d.gpus = append(d.gpus, g)
-		}
-	}
-	if len(d.gpus) == 0 {
-		return nil, fmt.Errorf("build simulated node: no GPUs given")
-	}
-	if len(d.gpus) > MaxGPUsPerSpec {
-		return nil, fmt.Errorf("build simulated node: %d GPUs is more than the limit of %d", len(d.gpus), MaxGPUsPerSpec)
+	d, err := newDriver(gpus, c.seed, c.migDisabled)
+	if err != nil {
+		return nil, fmt.Errorf("build simulated node: %w", err)
 	}
 	if c.root != "" {
 		files, err := newDevFiles(c.root, len(d.gpus))
@@ -95,6 +86,11 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 		}
 		d.files = files
 	}
+	if c.stateFile != "" {
+		if err := d.attachStateFile(c.stateFile); err != nil {
+			return nil, fmt.Errorf("build simulated node: %w", err)
+		}
+	}
 	lib := &simLib{Interface: &mock.Interface{}, d: d}
 	adapterOpts := append([]nvmlgpu.Option{nvmlgpu.WithPaths(d.files.paths()), nvmlgpu.WithEventWait(20 * time.Millisecond)}, c.adapterOpts...)
 	an, err := nvmlgpu.New(lib, adapterOpts...)
@@ -102,6 +98,49 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 		return nil, fmt.Errorf("build simulated node: %w", err)
 	}
 	return &Node{Node: an, d: d, lib: lib}, nil
+}
+
+// newDriver builds the driver state of a fresh node: GPUs, no instances.
+func newDriver(gpus []ModelCount, seed int64, migDisabled bool) (*driver, error) {
+	d := &driver{seed: seed, latency: map[Op]time.Duration{}}
+	for _, mc := range gpus {
+		m, err := lookupModel(mc.Model)
+		if err != nil {
+			return nil, err
+		}
+		if mc.Count < 1 {
+			return nil, fmt.Errorf("count %d for %s: want at least 1", mc.Count, m.name)
+		}
+		for i := 0; i < mc.Count; i++ {
+			g := &gpuState{d: d, index: len(d.gpus), model: m, migOn: !migDisabled, gis: map[int]*giState{}}
+			g.uuid = deriveUUID("GPU", seed, "gpu", g.index, m.name)
+			g.handle = &simDevice{Device: &mock.Device{}, g: g}
+			d.gpus = append(d.gpus, g)
+		}
+	}
+	if len(d.gpus) == 0 {
+		return nil, fmt.Errorf("no GPUs given")
+	}
+	if len(d.gpus) > MaxGPUsPerSpec {
+		return nil, fmt.Errorf("%d GPUs is more than the limit of %d", len(d.gpus), MaxGPUsPerSpec)
+	}
+	return d, nil
+}
+
+// spec is the node's canonical spec ("a100-40gb:2,h100-80gb:1"): runs of
+// one model are merged, so equal nodes compare equal however they were
+// spelled.
+func (d *driver) spec() string {
+	var terms []string
+	for i := 0; i < len(d.gpus); {
+		j := i
+		for j < len(d.gpus) && d.gpus[j].model == d.gpus[i].model {
+			j++
+		}
+		terms = append(terms, fmt.Sprintf("%s:%d", d.gpus[i].model.name, j-i))
+		i = j
+	}
+	return strings.Join(terms, ",")
 }
 
 // Lib is the simulated NVML itself, for tests that act as another NVML
