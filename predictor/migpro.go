@@ -167,8 +167,16 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 // all four. The raw usage must trend up as well, and a window must not be
 // slower than the span before it.
 func (m *migpro) growing(sc *scale, z float64, slopeOnly bool) bool {
+	// Cheap tests first: most samples of a quiet series fail on the sign of
+	// the slope or on the first quarter, before any square root.
 	a := sc.fit.slope()
-	if a <= 0 || a < z*sc.fit.slopeSE() {
+	if a <= 0 {
+		return false
+	}
+	if !slopeOnly && !m.risesEachQuarter(sc, a) {
+		return false
+	}
+	if a < z*sc.fit.slopeSE() {
 		return false
 	}
 	if slopeOnly {
@@ -180,6 +188,11 @@ func (m *migpro) growing(sc *scale, z float64, slopeOnly bool) bool {
 	if r := sc.raw.slope(); r <= 0 || r < z*sc.raw.slopeSE() {
 		return false
 	}
+	return true
+}
+
+// risesEachQuarter is the quarter test and the deceleration check of growing.
+func (m *migpro) risesEachQuarter(sc *scale, a float64) bool {
 	k := (sc.held - 1) / quarters
 	if k < 1 {
 		return false
