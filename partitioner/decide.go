@@ -198,3 +198,60 @@ func (p *Partitioner) CheckPin(profile string, pin Pin) error {
 	}
 	return fmt.Errorf("no GPU %d on this node (%d GPUs)", pin.GPU, len(p.slots))
 }
+
+// RankReuse orders the given instances of a profile (by UUID) best first for
+// reuse: the one whose reuse keeps the most layouts reachable, counting every
+// other idle instance as free space. Unknown UUIDs are left out.
+func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	type scored struct {
+		uuid  string
+		score int
+		gpu   int
+		start int
+	}
+	want := map[string]bool{}
+	for _, u := range uuids {
+		want[u] = true
+	}
+	var list []scored
+	for _, s := range p.slots {
+		idle := map[int]bool{}
+		for key, r := range s.records {
+			if r.State == Idle {
+				idle[key] = true
+			}
+		}
+		committed := s.state(idle)
+		for _, r := range s.records {
+			if !want[r.UUID] || r.Profile != profile {
+				continue
+			}
+			o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
+			if !ok {
+				continue
+			}
+			base := committed
+			if r.State != Idle { // already counted as committed
+				base = s.geo.Remove(committed, o.Index)
+			}
+			list = append(list, scored{r.UUID, s.geo.Reachable(s.geo.Add(base, o.Index)), r.GPU, r.Placement.Start})
+		}
+	}
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		if a.gpu != b.gpu {
+			return a.gpu < b.gpu
+		}
+		return a.start > b.start
+	})
+	out := make([]string, len(list))
+	for i, l := range list {
+		out[i] = l.uuid
+	}
+	return out
+}

@@ -16,8 +16,25 @@ func (p *Partitioner) Allocate(ctx context.Context, profile, owner string) (Inst
 
 // AllocateAt is Allocate restricted to one GPU and slot when pin is set.
 func (p *Partitioner) AllocateAt(ctx context.Context, profile string, pin *Pin, owner string) (Instance, Plan, error) {
+	return p.allocate(ctx, profile, owner, func() (Plan, error) { return p.decidePinned(profile, pin) })
+}
+
+// Provision creates one more idle instance of a profile in free space, for a
+// warm pool: it neither reuses an idle instance nor destroys any. It returns
+// ErrMustWait when there is no free room.
+func (p *Partitioner) Provision(ctx context.Context, profile string) (Instance, Plan, error) {
+	return p.allocate(ctx, profile, "", func() (Plan, error) {
+		if plan, ok := p.planCreate(profile, nil, false); ok {
+			return plan, nil
+		}
+		return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
+	})
+}
+
+// allocate runs a decision under the lock and executes it.
+func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decide func() (Plan, error)) (Instance, Plan, error) {
 	p.mu.Lock()
-	plan, err := p.decidePinned(profile, pin)
+	plan, err := decide()
 	if err != nil {
 		p.mu.Unlock()
 		return Instance{}, plan, err

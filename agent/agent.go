@@ -1,0 +1,207 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/cdi"
+	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/partitioner/gpu/nvmlgpu"
+	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/plugin"
+)
+
+// PodRef names the pod (and container) the kubelet gave a device to.
+type PodRef struct {
+	Namespace, Name, Container string
+}
+
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name + "/" + p.Container }
+
+// Assignments says which devices the kubelet has assigned, by device ID (MIG
+// UUID). It is the kubelet's PodResources API in production.
+type Assignments interface {
+	AssignedDevices(ctx context.Context) (map[string]PodRef, error)
+}
+
+// Agent is the node daemon.
+type Agent struct {
+	cfg  Config
+	log  logrus.FieldLogger
+	node gpu.Node
+	sim  *sim.Node // set when simulating, for the test-driver API
+	part *partitioner.Partitioner
+	cdi  *cdi.Writer
+	ckpt *checkpointStore
+	inv  *inventory
+	pods Assignments
+
+	mu        sync.Mutex
+	holders   map[string]Holder // in-use instances by UUID, as checkpointed
+	cdiNames  map[string]string // UUID -> qualified CDI name
+	unhealthy map[string]bool   // UUIDs, plus "gpu/<index>" for whole GPUs
+	idleSince map[string]time.Time
+	podOf     map[string]PodRef
+}
+
+// Option adjusts an Agent for tests and embedding.
+type Option func(*Agent)
+
+// WithNode supplies the GPU node instead of opening NVML or a simulation.
+func WithNode(n gpu.Node) Option { return func(a *Agent) { a.node = n } }
+
+// WithAssignments supplies the kubelet's view of assigned devices.
+func WithAssignments(p Assignments) Option { return func(a *Agent) { a.pods = p } }
+
+// WithLogger sets the logger.
+func WithLogger(l logrus.FieldLogger) Option { return func(a *Agent) { a.log = l } }
+
+// New opens the GPUs, rebuilds state (see recover.go) and returns an agent
+// ready to Run.
+func New(cfg Config, opts ...Option) (*Agent, error) {
+	a := &Agent{cfg: cfg.Defaults(), log: logrus.StandardLogger(), holders: map[string]Holder{},
+		cdiNames: map[string]string{}, unhealthy: map[string]bool{}, idleSince: map[string]time.Time{}, podOf: map[string]PodRef{}}
+	for _, o := range opts {
+		o(a)
+	}
+	if err := a.openNode(); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			a.node.Close()
+		}
+	}()
+	var err error
+	if a.ckpt, err = newCheckpointStore(a.cfg.StateDir); err != nil {
+		return nil, err
+	}
+	if a.cdi, err = cdi.NewWriter(a.cdiOptions()...); err != nil {
+		return nil, err
+	}
+	policy, err := partitioner.PolicyByName(a.cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	a.inv = newInventory(a)
+	a.part, err = partitioner.New(a.node,
+		partitioner.WithPolicy(policy),
+		partitioner.WithCountedProfiles(a.cfg.Counted...),
+		partitioner.WithLogger(a.log),
+		partitioner.WithBusyCheck(a.busy),
+		partitioner.WithHooks(partitioner.Hooks{AfterCreate: a.afterCreate, AfterDestroy: a.afterDestroy, Changed: a.inv.signal}))
+	if err != nil {
+		return nil, err
+	}
+	for prof := range a.cfg.WarmPool {
+		if !contains(a.part.Profiles(), prof) {
+			return nil, fmt.Errorf("warm pool: profile %q is not offered by this node (offered: %v)", prof, a.part.Profiles())
+		}
+	}
+	if err := a.recover(context.Background()); err != nil {
+		return nil, fmt.Errorf("recover state: %w", err)
+	}
+	ok = true
+	return a, nil
+}
+
+func (a *Agent) openNode() error {
+	if a.node != nil {
+		return nil
+	}
+	if a.cfg.Simulate == "" {
+		n, err := nvmlgpu.Open()
+		if err != nil {
+			return err
+		}
+		a.node = n
+		return nil
+	}
+	if err := os.MkdirAll(a.cfg.SimRoot, 0o755); err != nil {
+		return fmt.Errorf("simulated GPUs: %w", err)
+	}
+	n, err := sim.NewNode(a.cfg.Simulate, a.simOptions()...)
+	if err != nil {
+		return fmt.Errorf("simulated GPUs: %w", err)
+	}
+	a.node, a.sim = n, n
+	return nil
+}
+
+// Run serves the plugins, the local API and the background loops until ctx
+// ends, then stops them and closes the GPUs.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.node.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	start := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	api, err := a.listenAPI()
+	if err != nil {
+		return err
+	}
+	start("local API", api.serve)
+	if a.cfg.PluginDir != "" {
+		mgr, err := plugin.NewManager(a.inv, plugin.WithPluginDir(a.cfg.PluginDir), plugin.WithDomain(a.cfg.Domain),
+			plugin.WithAllocateCheck(a.allocateCheck), plugin.WithPreference(a.prefer), plugin.WithLogger(a.log))
+		if err != nil {
+			return err
+		}
+		start("device plugins", mgr.Run)
+	}
+	start("health", a.watchHealth)
+	start("maintenance", a.maintain)
+	a.log.WithFields(logrus.Fields{"socket": a.cfg.Socket, "gpus": len(a.node.Devices()), "profiles": a.part.Profiles()}).Info("migpro agent running")
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+		cancel()
+	}
+	wg.Wait()
+	return runErr
+}
+
+// Partitioner exposes the partitioner, for tests and embedding.
+func (a *Agent) Partitioner() *partitioner.Partitioner { return a.part }
+
+func (a *Agent) cdiName(uuid string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, ok := a.cdiNames[uuid]
+	return n, ok
+}
+
+func (a *Agent) healthy(in partitioner.Instance) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.unhealthy[in.UUID] && !a.unhealthy[gpuKey(in.GPU)]
+}
+
+func gpuKey(index int) string { return fmt.Sprintf("gpu/%d", index) }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

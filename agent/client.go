@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/migpro/migpro/partitioner"
+)
+
+// Client talks to a running agent's local API.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// NewClient returns a client for the agent listening on socket.
+func NewClient(socket string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}
+	return &Client{socket: socket, http: &http.Client{Transport: tr, Timeout: 2 * time.Minute}}
+}
+
+// Alloc asks for an instance.
+func (c *Client) Alloc(ctx context.Context, req AllocRequest) (AllocResponse, error) {
+	var resp AllocResponse
+	err := c.do(ctx, http.MethodPost, pathAlloc, req, &resp)
+	return resp, err
+}
+
+// Free releases and destroys an instance by CDI name or MIG UUID.
+func (c *Client) Free(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, pathFree, FreeRequest{Name: name}, nil)
+}
+
+// Status reads the node's GPUs and instances.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := c.do(ctx, http.MethodGet, pathStatus, nil, &st)
+	return st, err
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://migpro"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the migpro agent at %s (is it running? start it with migpro-agent): %w", c.socket, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e apiError
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = resp.Status
+		}
+		switch resp.StatusCode {
+		case http.StatusConflict:
+			return fmt.Errorf("%s: %w", e.Error, errConflict)
+		case http.StatusNotFound:
+			return fmt.Errorf("%s: %w", e.Error, partitioner.ErrUnknownInstance)
+		}
+		return fmt.Errorf("%s", e.Error)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("read agent answer: %w", err)
+		}
+	}
+	return nil
+}
+
+// errConflict marks answers that mean "not now": must wait, or in use.
+var errConflict = fmt.Errorf("conflict")

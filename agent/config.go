@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything the agent can be told. Zero values of optional parts
+// turn them off, so tests switch on only what they exercise.
+type Config struct {
+	// Simulate runs on simulated GPUs, e.g. "a100-40gb:2,h100-80gb"; empty
+	// means real NVML.
+	Simulate string
+	// Seed makes simulated UUIDs deterministic.
+	Seed int64
+	// SimRoot holds the simulated GPUs' device nodes and driver state
+	// (default <StateDir>/sim).
+	SimRoot string
+
+	// Socket is the local API's unix socket.
+	Socket string
+	// StateDir holds the checkpoint.
+	StateDir string
+
+	// CDISpecDir and CDIKind place and name the per-instance CDI specs.
+	CDISpecDir string
+	CDIKind    string
+
+	// PluginDir is the kubelet's device-plugin directory; empty turns the
+	// device plugins off (podman/containerd-only hosts).
+	PluginDir string
+	// Domain prefixes resource names: <Domain>/mig-<profile>.
+	Domain string
+	// PodResourcesSocket is the kubelet's PodResources API; empty turns use
+	// tracking through the kubelet off.
+	PodResourcesSocket string
+
+	// Policy is the placement policy: reachability or first-fit.
+	Policy string
+	// Counted restricts the profiles reachability counts (default all).
+	Counted []string
+	// WarmPool keeps idle instances ready, profile -> count on the node.
+	WarmPool map[string]int
+	// IdleTimeout destroys instances idle for longer (0: only when their
+	// space is needed).
+	IdleTimeout time.Duration
+	// TrackEvery is the period of use tracking, the warm pool and idle
+	// reaping.
+	TrackEvery time.Duration
+	// AssignGrace protects an instance the kubelet just allocated from being
+	// released before PodResources lists it.
+	AssignGrace time.Duration
+
+	// Telemetry: where the hook and shim are installed on the host, and the
+	// per-container socket directory. An empty HookPath leaves the hook out
+	// of the CDI specs.
+	HookPath     string
+	ShimPath     string
+	TelemetryDir string
+}
+
+// Defaults fills the unset fields with the values of a standard install.
+func (c Config) Defaults() Config {
+	set := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	set(&c.Socket, "/run/migpro/agent.sock")
+	set(&c.StateDir, "/var/lib/migpro")
+	set(&c.CDISpecDir, "/var/run/cdi")
+	set(&c.CDIKind, "migpro.dev/mig")
+	set(&c.Domain, "nvidia.com")
+	set(&c.Policy, "reachability")
+	set(&c.TelemetryDir, "/run/migpro/containers")
+	if c.SimRoot == "" {
+		c.SimRoot = c.StateDir + "/sim"
+	}
+	if c.TrackEvery == 0 {
+		c.TrackEvery = 5 * time.Second
+	}
+	if c.AssignGrace == 0 {
+		c.AssignGrace = 30 * time.Second
+	}
+	return c
+}
+
+// ParseWarmPool reads "1g.10gb=1,2g.20gb=2".
+func ParseWarmPool(s string) (map[string]int, error) {
+	out := map[string]int{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		prof, n, ok := strings.Cut(strings.TrimSpace(part), "=")
+		count, err := strconv.Atoi(n)
+		if !ok || prof == "" || err != nil || count < 0 {
+			return nil, fmt.Errorf("warm pool entry %q: want PROFILE=COUNT, e.g. 1g.10gb=1", part)
+		}
+		out[prof] = count
+	}
+	return out, nil
+}

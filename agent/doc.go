@@ -1,0 +1,12 @@
+// Package agent wires migpro's node daemon together: the partitioner over the
+// node's GPUs (real or simulated), a CDI spec per instance, one kubelet device
+// plugin per profile, a local API on a unix socket for migctl, podman and
+// containerd users, a checkpoint so a restart disturbs nothing, use tracking
+// through the kubelet's PodResources API, and Xid health.
+//
+// Ordering rules it keeps (DESIGN.md, "The flow, once"):
+//   - a spec is written before its instance is advertised, and removed only
+//     after the instance is destroyed;
+//   - an instance is withdrawn from ListAndWatch before it is destroyed;
+//   - every change of ownership is checkpointed before it is acknowledged.
+package agent

@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	specs "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/migpro/migpro/cdi"
+	"github.com/migpro/migpro/hook"
+	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/gpu/sim"
+)
+
+// ownerKubelet marks instances the kubelet allocated; PodResources later
+// says to which pod.
+const ownerKubelet = "kubelet"
+
+func (a *Agent) simOptions() []sim.Option {
+	return []sim.Option{sim.WithSeed(a.cfg.Seed), sim.WithRoot(a.cfg.SimRoot),
+		sim.WithStateFile(filepath.Join(a.cfg.SimRoot, "driver-state.json"))}
+}
+
+func (a *Agent) cdiOptions() []cdi.Option {
+	opts := []cdi.Option{cdi.WithSpecDir(a.cfg.CDISpecDir), cdi.WithKind(a.cfg.CDIKind), cdi.WithLogger(a.log)}
+	if a.cfg.HookPath != "" {
+		e := hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath, AgentSocket: a.cfg.Socket})
+		opts = append(opts, cdi.WithExtraEdits(toCDIEdits(e)))
+	}
+	return opts
+}
+
+// toCDIEdits turns the hook package's plain description into CDI edits.
+func toCDIEdits(e hook.Edits) specs.ContainerEdits {
+	out := specs.ContainerEdits{Env: append([]string(nil), e.Env...)}
+	for _, m := range e.Mounts {
+		out.Mounts = append(out.Mounts, &specs.Mount{HostPath: m.HostPath, ContainerPath: m.ContainerPath, Options: m.Options})
+	}
+	for _, h := range e.Hooks {
+		out.Hooks = append(out.Hooks, &specs.Hook{HookName: h.Stage, Path: h.Path, Args: h.Args, Env: h.Env})
+	}
+	return out
+}
+
+// writeSpec writes an instance's CDI spec and remembers its name.
+func (a *Agent) writeSpec(in partitioner.Instance) error {
+	dev, ok := a.part.Device(in.GPU)
+	if !ok {
+		return fmt.Errorf("write CDI spec for %s: no GPU %d", in.UUID, in.GPU)
+	}
+	name, err := a.cdi.Write(cdi.Instance{UUID: in.UUID, GPUIndex: in.GPU, GPUMinor: dev.Minor(), GIID: in.GIID, CIID: in.CIID, Profile: in.Profile}, a.node.Paths())
+	if err != nil {
+		return fmt.Errorf("write CDI spec for %s: %w", in.UUID, err)
+	}
+	a.mu.Lock()
+	a.cdiNames[in.UUID] = name
+	a.mu.Unlock()
+	return nil
+}
+
+// afterCreate runs inside the partitioner's plan, before the instance is
+// recorded: the spec exists before anything can advertise the instance.
+func (a *Agent) afterCreate(in partitioner.Instance) error {
+	if err := a.writeSpec(in); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.idleSince[in.UUID] = time.Now()
+	a.mu.Unlock()
+	return nil
+}
+
+// afterDestroy removes the spec once the instance is gone from the GPU.
+func (a *Agent) afterDestroy(in partitioner.Instance) {
+	if in.UUID == "" {
+		return
+	}
+	if err := a.cdi.Remove(in.UUID); err != nil {
+		a.log.WithError(err).WithField("uuid", in.UUID).Error("remove CDI spec")
+	}
+	a.mu.Lock()
+	delete(a.cdiNames, in.UUID)
+	delete(a.idleSince, in.UUID)
+	delete(a.unhealthy, in.UUID)
+	delete(a.podOf, in.UUID)
+	a.mu.Unlock()
+}
+
+// busy is the partitioner's last check before destroying an idle instance:
+// the instance is already withdrawn from ListAndWatch (it is Destroying), so
+// the kubelet can no longer pick it; PodResources must not list it either.
+func (a *Agent) busy(ctx context.Context, in partitioner.Instance) (bool, error) {
+	if a.pods == nil {
+		return false, nil
+	}
+	assigned, err := a.pods.AssignedDevices(ctx)
+	if err != nil {
+		// Unknown is not unused: refuse to destroy.
+		return true, fmt.Errorf("ask the kubelet which devices are assigned: %w", err)
+	}
+	_, used := assigned[in.UUID]
+	return used, nil
+}
+
+// allocateCheck runs when the kubelet allocates devices to a container: each
+// must still be idle or already ours, and is checkpointed as in use before
+// the kubelet hears yes.
+func (a *Agent) allocateCheck(_ context.Context, profile string, ids []string) error {
+	var taken []string
+	for _, id := range ids {
+		in, err := a.part.Assign(id, ownerKubelet)
+		if err != nil {
+			for _, t := range taken {
+				a.part.Release(t)
+			}
+			return fmt.Errorf("allocate %s: %w", id, err)
+		}
+		if in.Profile != profile {
+			return fmt.Errorf("allocate %s: it is a %s, not a %s", id, in.Profile, profile)
+		}
+		taken = append(taken, id)
+	}
+	return a.persist()
+}
+
+// prefer answers GetPreferredAllocation with the instances whose reuse keeps
+// the most layouts reachable, as the partitioner's reuse rule ranks them.
+func (a *Agent) prefer(profile string, available, mustInclude []string, size int) []string {
+	ranked := a.part.RankReuse(profile, available)
+	out := append([]string(nil), mustInclude...)
+	for _, id := range ranked {
+		if len(out) >= size {
+			break
+		}
+		if !contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// persist checkpoints who holds every in-use instance. It runs before an
+// allocation is acknowledged, so a crash never forgets a holder it told
+// anyone about.
+func (a *Agent) persist() error {
+	cp := Checkpoint{Holders: map[string]Holder{}}
+	a.mu.Lock()
+	old := a.holders
+	a.mu.Unlock()
+	for _, in := range a.part.Instances() {
+		if in.State != partitioner.InUse {
+			continue
+		}
+		h := Holder{Owner: in.Owner, Profile: in.Profile, Since: time.Now().UTC()}
+		if prev, ok := old[in.UUID]; ok && prev.Owner == in.Owner {
+			h.Since = prev.Since
+		}
+		cp.Holders[in.UUID] = h
+	}
+	if err := a.ckpt.Save(cp); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.holders = cp.Holders
+	a.mu.Unlock()
+	return nil
+}

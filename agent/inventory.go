@@ -1,0 +1,49 @@
+package agent
+
+import (
+	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/plugin"
+)
+
+// inventory is what the device plugins advertise, read from the partitioner
+// on every call: complete instances that are idle or in use and have a CDI
+// spec. Instances being created or destroyed are left out, so an instance is
+// never advertised before its spec exists nor after its destruction starts.
+type inventory struct {
+	a       *Agent
+	changes chan struct{}
+}
+
+var _ plugin.Inventory = (*inventory)(nil)
+
+func newInventory(a *Agent) *inventory {
+	return &inventory{a: a, changes: make(chan struct{}, 1)}
+}
+
+func (inv *inventory) Profiles() []string { return inv.a.part.Profiles() }
+
+func (inv *inventory) Devices(profile string) []plugin.Device {
+	var out []plugin.Device
+	for _, in := range inv.a.part.Instances() {
+		if in.Profile != profile || !in.Complete() || (in.State != partitioner.Idle && in.State != partitioner.InUse) {
+			continue
+		}
+		name, ok := inv.a.cdiName(in.UUID)
+		if !ok {
+			continue
+		}
+		out = append(out, plugin.Device{ID: in.UUID, CDIName: name, Healthy: inv.a.healthy(in)})
+	}
+	return out
+}
+
+func (inv *inventory) Changes() <-chan struct{} { return inv.changes }
+
+// signal coalesces bursts: one pending notification is enough for the
+// plugins to re-read everything.
+func (inv *inventory) signal() {
+	select {
+	case inv.changes <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/partitioner"
+)
+
+// ownerLocal prefixes holders that came through the local API.
+const ownerLocal = "local"
+
+// Alloc gives an instance of a profile to a local user (podman, containerd),
+// creating it if needed, and checkpoints the holder before answering.
+func (a *Agent) Alloc(ctx context.Context, req AllocRequest) (AllocResponse, error) {
+	if req.Profile == "" {
+		return AllocResponse{}, fmt.Errorf("alloc: no profile given: %w", partitioner.ErrUnknownProfile)
+	}
+	owner := ownerLocal
+	if req.Owner != "" {
+		owner += ":" + req.Owner
+	}
+	in, plan, err := a.part.Allocate(ctx, req.Profile, owner)
+	if err != nil {
+		return AllocResponse{}, err
+	}
+	if err := a.persist(); err != nil {
+		// Unrecorded means unsafe to hand out: give it back.
+		a.part.Release(in.UUID)
+		return AllocResponse{}, fmt.Errorf("alloc %s: %w", req.Profile, err)
+	}
+	name, _ := a.cdiName(in.UUID)
+	a.log.WithFields(logrus.Fields{"uuid": in.UUID, "profile": in.Profile, "gpu": in.GPU, "owner": owner, "plan": plan.String()}).Info("allocated")
+	return AllocResponse{UUID: in.UUID, CDIName: name, Profile: in.Profile, GPU: in.GPU,
+		Start: in.Placement.Start, Size: in.Placement.Size, Steps: len(plan.Steps)}, nil
+}
+
+// Free releases a locally held instance and destroys it, removing its spec.
+// Instances the kubelet holds are refused: they go back when their pod ends.
+func (a *Agent) Free(ctx context.Context, name string) error {
+	uuid := name
+	if _, dev, ok := strings.Cut(name, "="); ok {
+		uuid = a.uuidOfCDIDevice(dev)
+	}
+	in, err := a.part.Find(uuid)
+	if err != nil {
+		return fmt.Errorf("free %s: %w", name, err)
+	}
+	if in.State == partitioner.InUse && !strings.HasPrefix(in.Owner, ownerLocal) {
+		return fmt.Errorf("free %s: held by %s, not by a local user: %w", name, in.Owner, partitioner.ErrInstanceInUse)
+	}
+	if _, err := a.part.Release(uuid); err != nil {
+		return fmt.Errorf("free %s: %w", name, err)
+	}
+	if err := a.persist(); err != nil {
+		return fmt.Errorf("free %s: %w", name, err)
+	}
+	if err := a.part.Destroy(ctx, uuid); err != nil {
+		return fmt.Errorf("free %s: released, but not destroyed: %w", name, err)
+	}
+	return nil
+}
+
+// uuidOfCDIDevice maps a CDI device name back to its MIG UUID.
+func (a *Agent) uuidOfCDIDevice(dev string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for uuid, qualified := range a.cdiNames {
+		if strings.HasSuffix(qualified, "="+dev) {
+			return uuid
+		}
+	}
+	return dev
+}
+
+// Status describes every GPU and instance.
+func (a *Agent) Status() Status {
+	st := Status{GPUs: a.part.GPUs()}
+	for _, in := range a.part.Instances() {
+		name, _ := a.cdiName(in.UUID)
+		si := StatusInstance{Instance: in, CDIName: name, Healthy: a.healthy(in)}
+		a.mu.Lock()
+		if p, ok := a.podOf[in.UUID]; ok {
+			si.Pod = p.String()
+		}
+		a.mu.Unlock()
+		st.Instances = append(st.Instances, si)
+	}
+	return st
+}

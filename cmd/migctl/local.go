@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/partitioner"
+)
+
+func init() {
+	register("alloc", "get a MIG instance from the local agent; prints its CDI name", runAlloc)
+	register("free", "release and destroy an instance got with alloc", runFree)
+	register("status", "draw the node's GPUs and instances from the local agent", runStatus)
+}
+
+const defaultSocket = "/run/migpro/agent.sock"
+
+func agentFlags(fs *flag.FlagSet) (*string, *string) {
+	socket := fs.String("socket", defaultSocket, "the agent's local API socket")
+	output := fs.String("output", "text", "output format: text or json")
+	return socket, output
+}
+
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return usagef("--output must be text or json, not %q", output)
+	}
+	return nil
+}
+
+func runAlloc(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("alloc", flag.ContinueOnError)
+	socket, output := agentFlags(fs)
+	owner := fs.String("owner", "", "label of the holder, shown by status")
+	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the agent")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want exactly one profile, e.g. migctl alloc 2g.20gb")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	resp, err := agent.NewClient(*socket).Alloc(ctx, agent.AllocRequest{Profile: fs.Arg(0), Owner: *owner})
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		return json.NewEncoder(stdout).Encode(resp)
+	}
+	fmt.Fprintln(stdout, resp.CDIName)
+	return nil
+}
+
+func runFree(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("free", flag.ContinueOnError)
+	socket, _ := agentFlags(fs)
+	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the agent")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want exactly one CDI name or MIG UUID, as printed by migctl alloc")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	return agent.NewClient(*socket).Free(ctx, fs.Arg(0))
+}
+
+func runStatus(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	socket, output := agentFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := agent.NewClient(*socket).Status(ctx)
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	var insts []partitioner.Instance
+	for _, in := range st.Instances {
+		insts = append(insts, in.Instance)
+	}
+	drawLayouts(stdout, st.GPUs, insts)
+	for _, in := range st.Instances {
+		line := fmt.Sprintf("%-44s %-10s GPU %d slot %d  %-7s", in.UUID, in.Profile, in.GPU, in.Placement.Start, in.State)
+		if in.Owner != "" {
+			line += "  " + in.Owner
+		}
+		if in.Pod != "" {
+			line += "  pod " + in.Pod
+		}
+		if !in.Healthy {
+			line += "  UNHEALTHY"
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	return nil
+}

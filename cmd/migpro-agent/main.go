@@ -1,0 +1,75 @@
+// Command migpro-agent is migpro's node daemon: it partitions the node's MIG
+// GPUs on demand, publishes each instance through CDI and kubelet device
+// plugins, and serves the local API that migctl uses.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/agent"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "migpro-agent: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("migpro-agent", flag.ContinueOnError)
+	var cfg agent.Config
+	fs.StringVar(&cfg.Simulate, "simulate", "", "run on simulated GPUs, e.g. a100-40gb:2,h100-80gb (default: real NVML)")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "seed for simulated UUIDs")
+	fs.StringVar(&cfg.SimRoot, "sim-root", "", "directory of the simulated GPUs' device nodes and driver state (default <state-dir>/sim)")
+	fs.StringVar(&cfg.Socket, "socket", "/run/migpro/agent.sock", "local API unix socket")
+	fs.StringVar(&cfg.StateDir, "state-dir", "/var/lib/migpro", "directory of the checkpoint")
+	fs.StringVar(&cfg.CDISpecDir, "cdi-dir", "/var/run/cdi", "CDI spec directory")
+	fs.StringVar(&cfg.CDIKind, "cdi-kind", "migpro.dev/mig", "CDI kind of the instances")
+	fs.StringVar(&cfg.PluginDir, "plugin-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugin directory; empty disables the plugins")
+	fs.StringVar(&cfg.Domain, "domain", "nvidia.com", "resource name domain: <domain>/mig-<profile>")
+	podRes := fs.String("pod-resources", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet PodResources socket; empty disables use tracking")
+	fs.StringVar(&cfg.Policy, "policy", "reachability", "placement policy: reachability or first-fit")
+	counted := fs.String("counted", "", "comma-separated profiles that reachability counts (default all)")
+	warm := fs.String("warm-pool", "", "idle instances to keep ready, e.g. 1g.10gb=1,2g.20gb=1")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "destroy instances idle longer than this (0: only when their space is needed)")
+	fs.DurationVar(&cfg.TrackEvery, "track-every", 5*time.Second, "period of use tracking, warm pool and idle reaping")
+	fs.StringVar(&cfg.HookPath, "hook", "", "host path of migpro-hook to put in every CDI spec (empty: no telemetry hook)")
+	fs.StringVar(&cfg.ShimPath, "shim", "", "host path of libmigpro-shim.so")
+	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", "/run/migpro", "directory of per-container telemetry sockets")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	lvl, err := logrus.ParseLevel(*level)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logrus.SetLevel(lvl)
+	if *counted != "" {
+		cfg.Counted = strings.Split(*counted, ",")
+	}
+	if cfg.WarmPool, err = agent.ParseWarmPool(*warm); err != nil {
+		return fmt.Errorf("--warm-pool: %w", err)
+	}
+	var opts []agent.Option
+	if *podRes != "" {
+		opts = append(opts, agent.WithAssignments(newPodResources(*podRes)))
+	}
+	a, err := agent.New(cfg, opts...)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return a.Run(ctx)
+}
