@@ -55,6 +55,10 @@ type EditsConfig struct {
 	FailClosed bool
 	// IntervalMs, when non-zero, sets the shim's periodic sample interval.
 	IntervalMs int
+	// LogFile, when set, is where the hook also appends its log lines
+	// (runtimes discard a successful hook's stderr, so a fail-open line
+	// would otherwise be lost).
+	LogFile string
 }
 
 // CDIEdits returns the env, mounts and hooks for a CDI spec. The hook gets
@@ -73,6 +77,9 @@ func CDIEdits(c EditsConfig) Edits {
 	args := []string{"migpro-hook", "--agent-socket", c.AgentSocket}
 	if c.FailClosed {
 		args = append(args, "--fail-closed")
+	}
+	if c.LogFile != "" {
+		args = append(args, "--log-file", c.LogFile)
 	}
 	env := []string{"LD_PRELOAD=" + ContainerShim, "MIGPRO_TELEMETRY_SOCKET=" + ContainerSocket}
 	if c.IntervalMs > 0 {

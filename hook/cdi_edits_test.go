@@ -6,7 +6,7 @@ import (
 )
 
 func TestCDIEdits(t *testing.T) {
-	e := CDIEdits(EditsConfig{HookPath: "/opt/h", ShimPath: "/opt/shim.so", AgentSocket: "/a.sock", FailClosed: true, IntervalMs: 50})
+	e := CDIEdits(EditsConfig{HookPath: "/opt/h", ShimPath: "/opt/shim.so", AgentSocket: "/a.sock", FailClosed: true, IntervalMs: 50, LogFile: "/l"})
 	if !slices.Contains(e.Env, "LD_PRELOAD="+ContainerShim) || !slices.Contains(e.Env, "MIGPRO_TELEMETRY_SOCKET="+ContainerSocket) ||
 		!slices.Contains(e.Env, "MIGPRO_TELEMETRY_INTERVAL_MS=50") {
 		t.Errorf("env %v", e.Env)
@@ -18,7 +18,7 @@ func TestCDIEdits(t *testing.T) {
 		t.Fatalf("hooks %+v", e.Hooks)
 	}
 	for _, h := range e.Hooks {
-		want := []string{"migpro-hook", "--agent-socket", "/a.sock", "--fail-closed", h.Stage}
+		want := []string{"migpro-hook", "--agent-socket", "/a.sock", "--fail-closed", "--log-file", "/l", h.Stage}
 		if h.Path != "/opt/h" || !slices.Equal(h.Args, want) || h.Env == nil || len(h.Env) != 0 {
 			t.Errorf("hook %+v, want args %v and an empty env", h, want)
 		}

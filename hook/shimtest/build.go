@@ -22,6 +22,7 @@ type Artifacts struct {
 	Stub    string // libcuda.so.1 (with a libcuda.so link beside it)
 	Pattern string // scripted allocator, rpath $ORIGIN
 	Bench   string // overhead benchmark, rpath $ORIGIN
+	Flood   string // garbage flooder for hostile-input tests
 }
 
 // SourceDir is hook/ in the source tree.
@@ -40,9 +41,12 @@ func Build(dir string) (Artifacts, error) {
 		return Artifacts{}, err
 	}
 	td := filepath.Join(src, "shimtest", "testdata")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Artifacts{}, fmt.Errorf("shimtest: %w", err)
+	}
 	a := Artifacts{
 		Dir: dir, Shim: filepath.Join(dir, "libmigpro-shim.so"), Stub: filepath.Join(dir, "libcuda.so.1"),
-		Pattern: filepath.Join(dir, "pattern"), Bench: filepath.Join(dir, "bench"),
+		Pattern: filepath.Join(dir, "pattern"), Bench: filepath.Join(dir, "bench"), Flood: filepath.Join(dir, "flood"),
 	}
 	steps := [][]string{
 		append(append([]string{}, ShimCFLAGS...), "-o", a.Shim, filepath.Join(src, "shim", "migpro_shim.c"), "-ldl"),
@@ -59,6 +63,7 @@ func Build(dir string) (Artifacts, error) {
 	for _, args := range [][]string{
 		{"-O2", "-Wall", "-o", a.Pattern, filepath.Join(td, "pattern.c"), "-L" + dir, "-lcuda", "-lpthread", "-Wl,-rpath,$ORIGIN"},
 		{"-O2", "-Wall", "-o", a.Bench, filepath.Join(td, "bench.c"), "-L" + dir, "-lcuda", "-ldl", "-Wl,-rpath,$ORIGIN"},
+		{"-O2", "-Wall", "-o", a.Flood, filepath.Join(td, "flood.c")},
 	} {
 		if err := gcc(dir, args); err != nil {
 			return a, err

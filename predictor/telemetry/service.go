@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 )
 
 // Sample is one point of a container's memory series.
@@ -262,16 +264,13 @@ func (s *Service) Register(r Registration) (Endpoint, error) {
 func (s *Service) open(r Registration) (*container, error) {
 	dir := filepath.Join(s.cfg.stateDir, "containers", r.ID)
 	sock := filepath.Join(dir, SocketName)
-	if len(sock) >= 108 {
-		return nil, fmt.Errorf("telemetry: socket path %s is longer than a unix socket allows", sock)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("telemetry: creating %s: %w", dir, err)
 	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("telemetry: removing stale %s: %w", sock, err)
 	}
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	conn, err := listenIn(dir)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: listening on %s: %w", sock, err)
 	}
@@ -361,4 +360,17 @@ func (s *Service) Close() error {
 		<-c.done
 	}
 	return nil
+}
+
+// listenIn binds dir/telemetry.sock through /proc/self/fd, so the 108-byte
+// sun_path limit applies to that short name and not to the state dir's depth
+// plus a 64-character container id.
+func listenIn(dir string) (*net.UnixConn, error) {
+	d, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	name := "/proc/self/fd/" + strconv.Itoa(int(d.Fd())) + "/" + SocketName
+	return net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
 }

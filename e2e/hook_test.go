@@ -1,0 +1,518 @@
+//go:build e2e
+
+package e2e
+
+// The OCI hook and the telemetry shim under real podman + runc: a
+// dynamically linked program allocating through a stub libcuda on a
+// scripted pattern, with the real telemetry Service in this process as the
+// agent. See docs/hook.md.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdispecs "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/hook"
+	"github.com/migpro/migpro/hook/shimtest"
+	"github.com/migpro/migpro/predictor/telemetry"
+	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+)
+
+const (
+	hookKind = "migpro-e2e.test/mig"
+	hookMIG  = "MIG-5eb1e2e0-0000-4000-8000-000000000001"
+)
+
+// hookEnv is what every hook e2e test shares: the fixtures, the binaries,
+// and a running agent whose samples are all recorded.
+type hookEnv struct {
+	art     shimtest.Artifacts
+	hookBin string
+	migctl  string
+	sock    string
+	logFile string
+	svc     *telemetry.Service
+
+	mu      sync.Mutex
+	samples map[string][]telemetry.Sample
+}
+
+type fixedMem struct{}
+
+// The "NVML" side: a fixed instance figure well below the shim's bytes, so
+// peaks come from the shim and capacity from here.
+func (fixedMem) InstanceMemory(uuid string) (uint64, uint64, error) {
+	if uuid != hookMIG {
+		return 0, 0, fmt.Errorf("unknown instance %s", uuid)
+	}
+	return 4096, 20 << 30, nil
+}
+
+func newHookEnv(t *testing.T) *hookEnv {
+	t.Helper()
+	harness.RequireRoot(t)
+	dir, err := os.MkdirTemp("", "mpe2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	e := &hookEnv{samples: map[string][]telemetry.Sample{}}
+	if e.art, err = shimtest.Build(filepath.Join(dir, "art")); err != nil {
+		t.Fatal(err)
+	}
+	e.hookBin = goBuild(t, dir, "../cmd/migpro-hook")
+	e.migctl = goBuild(t, dir, "../cmd/migctl")
+	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc.OnSample(func(id string, s telemetry.Sample) {
+		e.mu.Lock()
+		e.samples[id] = append(e.samples[id], s)
+		e.mu.Unlock()
+	})
+	e.sock = filepath.Join(dir, "agent.sock")
+	l, err := net.Listen("unix", e.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: e.svc.Handler()}
+	go srv.Serve(l)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				e.svc.PollOnce(fixedMem{})
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); srv.Close(); e.svc.Close() })
+	return e
+}
+
+func goBuild(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	out := filepath.Join(dir, filepath.Base(pkg))
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// rootfs makes a root filesystem with the pattern program, the flooder and
+// the stub libcuda in /app, plus the host's libc and loader they need.
+func (e *hookEnv) rootfs(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, f := range []string{e.art.Pattern, e.art.Flood, e.art.Stub} {
+		copyInto(t, f, filepath.Join(root, "app", filepath.Base(f)))
+	}
+	for _, lib := range sharedLibs(t, e.art.Pattern, e.art.Flood, e.art.Shim) {
+		if !strings.HasPrefix(lib, e.art.Dir) {
+			copyInto(t, lib, filepath.Join(root, lib))
+		}
+	}
+	return root
+}
+
+func copyInto(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src) // follows symlinks: the rootfs gets real files
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var lddPath = regexp.MustCompile(`(?:=>\s*)?(/\S+)\s+\(0x`)
+
+func sharedLibs(t *testing.T, bins ...string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, b := range bins {
+		out, err := exec.Command("ldd", b).Output()
+		if err != nil {
+			t.Fatalf("ldd %s: %v", b, err)
+		}
+		for _, m := range lddPath.FindAllStringSubmatch(string(out), -1) {
+			seen[m[1]] = true
+		}
+	}
+	var libs []string
+	for l := range seen {
+		libs = append(libs, l)
+	}
+	sort.Strings(libs)
+	return libs
+}
+
+// writeSpec writes the CDI spec a MIG instance gets: the instance env plus
+// exactly hook.CDIEdits, as the cdi package copies them.
+func (e *hookEnv) writeSpec(t *testing.T) string {
+	t.Helper()
+	e.logFile = filepath.Join(t.TempDir(), "hook.log")
+	ed := hook.CDIEdits(hook.EditsConfig{HookPath: e.hookBin, ShimPath: e.art.Shim, AgentSocket: e.sock, LogFile: e.logFile})
+	edits := cdispecs.ContainerEdits{Env: append([]string{"NVIDIA_VISIBLE_DEVICES=" + hookMIG}, ed.Env...)}
+	for _, m := range ed.Mounts {
+		edits.Mounts = append(edits.Mounts, &cdispecs.Mount{HostPath: m.HostPath, ContainerPath: m.ContainerPath, Options: m.Options})
+	}
+	for _, h := range ed.Hooks {
+		edits.Hooks = append(edits.Hooks, &cdispecs.Hook{HookName: h.Stage, Path: h.Path, Args: h.Args, Env: h.Env})
+	}
+	harness.WriteCDISpec(t, "", &cdispecs.Spec{
+		Version: "0.5.0", Kind: hookKind,
+		Devices: []cdispecs.Device{{Name: "i0", ContainerEdits: edits}},
+	})
+	return hookKind + "=i0"
+}
+
+func (e *hookEnv) series(id string) []telemetry.Sample {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]telemetry.Sample(nil), e.samples[id]...)
+}
+
+// top runs `migctl top --output json` against the agent.
+func (e *hookEnv) top(t *testing.T) telemetryapi.Top {
+	t.Helper()
+	out, err := exec.Command(e.migctl, "top", "--socket", e.sock, "--output", "json").Output()
+	if err != nil {
+		t.Fatalf("migctl top: %v", err)
+	}
+	var top telemetryapi.Top
+	if err := json.Unmarshal(out, &top); err != nil {
+		t.Fatalf("migctl top output %q: %v", out, err)
+	}
+	return top
+}
+
+// checkSeries asserts a finished container's shim series matches want: the
+// last sample before exit holds exactly the live bytes and peak, and the
+// exit sample drops them.
+func checkSeries(t *testing.T, smp []telemetry.Sample, want shimtest.Expected) {
+	t.Helper()
+	var shim []telemetry.Sample
+	for _, s := range smp {
+		if s.Source == telemetry.SourceShim {
+			shim = append(shim, s)
+		}
+	}
+	if len(shim) < 2 {
+		t.Fatalf("shim series too short: %+v", smp)
+	}
+	before, exit := shim[len(shim)-2], shim[len(shim)-1]
+	if before.UsedBytes != want.Current || before.PeakBytes != want.Peak || exit.UsedBytes != 0 {
+		t.Errorf("series ends %+v then %+v; want used %d peak %d, then 0", before, exit, want.Current, want.Peak)
+	}
+	var maxUsed uint64
+	for _, s := range shim {
+		maxUsed = max(maxUsed, s.UsedBytes)
+	}
+	if maxUsed != want.Peak {
+		t.Errorf("largest sample %d, want the peak %d (every new peak is sent)", maxUsed, want.Peak)
+	}
+}
+
+var patternSteps = strings.Fields("alloc:1048576 alloc:4194304 create:2097152 pitch:1000:100 free:0 async:524288 " +
+	"pool:65536 managed:8192 free:5 threads:2:500:4096 sleep:200 info")
+
+// The whole path: CDI spec → podman → runc runs the hook (createRuntime) →
+// registration, socket mount → shim in the container via the spec's
+// LD_PRELOAD → the agent's series and migctl top match the pattern →
+// poststop deregisters.
+func TestHookPodmanCDI(t *testing.T) {
+	e := newHookEnv(t)
+	pm := harness.Podman(t)
+	dev := e.writeSpec(t)
+	rootfs := e.rootfs(t)
+	steps := append(append([]string{}, patternSteps...), "sleep:4000")
+	want, err := shimtest.Expect(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan harness.Result, 1)
+	go func() {
+		done <- pm.RunRootfs(t, rootfs, harness.DeviceFlags(dev), append([]string{"/app/pattern"}, steps...)...)
+	}()
+
+	// While the container sleeps after its last call, migctl top shows it.
+	var seen telemetryapi.TopEntry
+	deadline := time.Now().Add(60 * time.Second)
+	for seen.ID == "" {
+		select {
+		case r := <-done:
+			t.Fatalf("container ended before top saw it: %+v; series for %v; stats %+v; hook log %q", r, e.ids(), e.svc.Stats(), readFile(e.logFile))
+		default:
+		}
+		for _, c := range e.top(t).Containers {
+			if c.Allocs == want.Allocs && c.ShimBytes == want.Current {
+				seen = c
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("migctl top never showed the pattern's totals; last %+v", e.top(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(seen.ID) || len(seen.MIGUUIDs) != 1 || seen.MIGUUIDs[0] != hookMIG ||
+		seen.PeakBytes != want.Peak || seen.Frees != want.Frees || seen.CapacityBytes != 20<<30 || seen.Processes != 1 || seen.PodName != "" {
+		t.Errorf("migctl top entry %+v; want peak %d, frees %d, capacity 20GiB", seen, want.Peak, want.Frees)
+	}
+	(<-done).Must(t)
+	checkSeries(t, e.series(seen.ID), want)
+	var nvml int
+	for _, s := range e.series(seen.ID) {
+		if s.Source == telemetry.SourceNVML {
+			nvml++
+		}
+	}
+	if nvml == 0 {
+		t.Error("no nvml samples while the container ran")
+	}
+	waitGone(t, e, seen.ID)
+}
+
+func waitGone(t *testing.T, e *hookEnv, id string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		found := false
+		for _, c := range e.top(t).Containers {
+			found = found || c.ID == id
+		}
+		if !found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s still registered after exit (poststop)", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Hosts without CDI: the shipped hooks.d file (paths adjusted to this
+// build), the hook mounting the shim itself, LD_PRELOAD from the user.
+func TestHookPodmanHooksDir(t *testing.T) {
+	e := newHookEnv(t)
+	pm := harness.Podman(t)
+	raw, err := os.ReadFile("../deploy/hooks.d/migpro.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(t.TempDir(), "hook.log")
+	conf := strings.NewReplacer(
+		hook.DefaultHookPath, e.hookBin, hook.DefaultAgentSocket, e.sock,
+		hook.DefaultShimPath, e.art.Shim, "/var/log/migpro-hook.log", logFile,
+	).Replace(string(raw))
+	hooksDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hooksDir, "migpro.json"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := shimtest.Expect(patternSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--hooks-dir", hooksDir, "run", "--rm", "--network", "none",
+		"--env", "NVIDIA_VISIBLE_DEVICES=" + hookMIG, "--env", "LD_PRELOAD=" + hook.ContainerShim,
+		"--rootfs", e.rootfs(t), "/app/pattern"}
+	pm.Run(t, append(args, patternSteps...)...).Must(t)
+	ids := e.ids()
+	if len(ids) != 1 {
+		t.Fatalf("series for %v, want one container", ids)
+	}
+	checkSeries(t, e.series(ids[0]), want)
+	waitGone(t, e, ids[0])
+	if b, _ := os.ReadFile(logFile); len(b) != 0 {
+		t.Errorf("hook logged on a clean run: %s", b)
+	}
+}
+
+func (e *hookEnv) ids() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []string
+	for id := range e.samples {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// mountPoints lists the host namespace's mount points.
+func mountPoints(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open("/proc/1/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fs := strings.Fields(sc.Text()); len(fs) > 4 {
+			m[fs[4]] = true
+		}
+	}
+	return m
+}
+
+func listing(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		fi, _ := e.Info()
+		fmt.Fprintf(&b, "%s %v %d\n", e.Name(), fi.ModTime().UnixNano(), fi.Size())
+	}
+	return b.String()
+}
+
+// A rootfs with /run/migpro -> /etc: the hook refuses with a clear error,
+// the container does not start, nothing outside the rootfs changes, and the
+// agent keeps no registration.
+func TestHookPodmanHostileSymlink(t *testing.T) {
+	e := newHookEnv(t)
+	pm := harness.Podman(t)
+	dev := e.writeSpec(t)
+	rootfs := e.rootfs(t)
+	if err := os.MkdirAll(filepath.Join(rootfs, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(rootfs, "run", "migpro")); err != nil {
+		t.Fatal(err)
+	}
+	etcBefore, mountsBefore := listing(t, "/etc"), mountPoints(t)
+	r := pm.RunRootfs(t, rootfs, harness.DeviceFlags(dev), "/app/pattern", "alloc:1")
+	if r.ExitCode == 0 {
+		t.Fatalf("container with a hostile rootfs started: %+v", r)
+	}
+	if !strings.Contains(r.Combined(), "unsafe container rootfs") || !strings.Contains(r.Combined(), "/etc") {
+		t.Errorf("error does not explain the refusal:\n%s", r.Combined())
+	}
+	if after := listing(t, "/etc"); after != etcBefore {
+		t.Errorf("host /etc changed:\nbefore\n%s\nafter\n%s", etcBefore, after)
+	}
+	for m := range mountPoints(t) {
+		if !mountsBefore[m] && (strings.HasPrefix(m, "/etc") || strings.HasPrefix(m, "/run/migpro")) {
+			t.Errorf("new host mount %s", m)
+		}
+	}
+	if top := e.top(t); len(top.Containers) != 0 {
+		t.Errorf("registration left behind: %+v", top)
+	}
+	if target, err := os.Readlink(filepath.Join(rootfs, "run", "migpro")); err != nil || target != "/etc" {
+		t.Errorf("the rootfs's own symlink changed: %q %v", target, err)
+	}
+}
+
+// One container floods its socket with garbage at full speed; the agent
+// stays responsive and another container's series stays exact.
+func TestHookPodmanFloodIsolation(t *testing.T) {
+	e := newHookEnv(t)
+	pm := harness.Podman(t)
+	dev := e.writeSpec(t)
+	flood := make(chan harness.Result, 1)
+	go func() { flood <- pm.RunRootfs(t, e.rootfs(t), harness.DeviceFlags(dev), "/app/flood", "8000") }()
+	deadline := time.Now().Add(60 * time.Second)
+	for st := e.svc.Stats(); st.Malformed+st.Oversized < 10000; st = e.svc.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("flood never reached the agent: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The agent answers promptly during the flood.
+	var worst time.Duration
+	stopProbe := make(chan struct{})
+	probeDone := make(chan struct{})
+	go func() {
+		defer close(probeDone)
+		c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", e.sock)
+			},
+		}}
+		for {
+			select {
+			case <-stopProbe:
+				return
+			default:
+			}
+			start := time.Now()
+			resp, err := c.Get("http://agent/v1/top")
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			if d := time.Since(start); d > worst || err != nil {
+				worst = max(d, worst)
+				if err != nil {
+					worst = time.Hour
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	want, err := shimtest.Expect(patternSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]bool{}
+	for _, id := range e.ids() {
+		before[id] = true
+	}
+	pm.RunRootfs(t, e.rootfs(t), harness.DeviceFlags(dev), append([]string{"/app/pattern"}, patternSteps...)...).Must(t)
+	close(stopProbe)
+	<-probeDone
+	r := <-flood
+	r.Must(t)
+	var good []string
+	for _, id := range e.ids() {
+		for _, s := range e.series(id) {
+			if s.Source == telemetry.SourceShim && !before[id] {
+				good = append(good, id)
+				break
+			}
+		}
+	}
+	if len(good) != 1 {
+		t.Fatalf("containers with shim series: %v, want exactly the well-behaved one", good)
+	}
+	checkSeries(t, e.series(good[0]), want)
+	st := e.svc.Stats()
+	t.Logf("flooder sent %s datagrams; agent: %+v; worst /v1/top latency %v", strings.TrimSpace(r.Stdout), st, worst)
+	if worst > time.Second {
+		t.Errorf("agent answered /v1/top in %v during the flood", worst)
+	}
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
