@@ -278,8 +278,8 @@ func writePredictText(w io.Writer, opt predictOpts, results map[predictor.Algori
 		{"mean lead (samples)", func(s eval.Summary) string { return fmt.Sprintf("%.1f", s.MeanLead) }},
 		{"mean lead (% of run to OOM)", func(s eval.Summary) string { return fmt.Sprintf("%.1f%%", s.MeanLeadPct) }},
 		{"false marks", func(s eval.Summary) string { return fmt.Sprintf("%d/%d", s.FalseMarks, s.NonGrowing) }},
-		{"peak error at 10%, growing", func(s eval.Summary) string { return fmt.Sprintf("%.1f%%", s.MeanPeakErrGrowing) }},
-		{"peak error at 10%, all", func(s eval.Summary) string { return fmt.Sprintf("%.1f%%", s.MeanPeakErr) }},
+		{"peak error at 10%, growing", func(s eval.Summary) string { return meanPct(s.MeanPeakErrGrowing, s.PeakErrGrowingN) }},
+		{"peak error at 10%, all", func(s eval.Summary) string { return meanPct(s.MeanPeakErr, s.PeakErrN) }},
 	}
 	for _, row := range rows {
 		fmt.Fprint(tw, row.name)
@@ -289,6 +289,13 @@ func writePredictText(w io.Writer, opt predictOpts, results map[predictor.Algori
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+func meanPct(v float64, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", v)
 }
 
 func fmtT(t *float64) string {

@@ -127,6 +127,10 @@ type Summary struct {
 	// kind of workload.
 	MeanPeakErr        float64 `json:"mean_peak_error_at_10pct"`
 	MeanPeakErrGrowing float64 `json:"mean_peak_error_at_10pct_growing"`
+	// PeakErrN and PeakErrGrowingN count the traces behind each mean; a
+	// trace too short to fit after a tenth has no error.
+	PeakErrN        int `json:"peak_error_traces"`
+	PeakErrGrowingN int `json:"peak_error_traces_growing"`
 }
 
 // Summarize averages leads over growing traces, counting a missed or
@@ -162,6 +166,7 @@ func Summarize(rs []Result) Summary {
 		s.MeanLead /= float64(s.Growing)
 		s.MeanLeadPct /= float64(s.Growing)
 	}
+	s.PeakErrN, s.PeakErrGrowingN = errN, errGrowN
 	if errN > 0 {
 		s.MeanPeakErr = errSum / float64(errN)
 	}
