@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/cdi"
@@ -42,6 +43,8 @@ type Agent struct {
 	ckpt *checkpointStore
 	inv  *inventory
 	pods Assignments
+	// watch is telemetry and prediction; nil when TelemetryDir is "off".
+	watch *watch
 
 	mu        sync.Mutex
 	holders   map[string]Holder // in-use instances by UUID, as checkpointed
@@ -109,6 +112,11 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	if err := a.recover(context.Background()); err != nil {
 		return nil, fmt.Errorf("recover state: %w", err)
 	}
+	if a.cfg.TelemetryDir != TelemetryOff {
+		if err := a.startTelemetry(prometheus.NewRegistry()); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return a, nil
 }
@@ -167,6 +175,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		start("device plugins", mgr.Run)
 	}
 	start("health", a.watchHealth)
+	if a.watch != nil {
+		start("telemetry", a.watch.run)
+	}
 	start("maintenance", a.maintain)
 	a.log.WithFields(logrus.Fields{"socket": a.cfg.Socket, "gpus": len(a.node.Devices()), "profiles": a.part.Profiles()}).Info("migpro agent running")
 	var runErr error

@@ -61,7 +61,7 @@ func newEnv(t *testing.T, spec string) *testEnv {
 	t.Cleanup(func() { node.Close() })
 	return &testEnv{
 		cfg: Config{StateDir: filepath.Join(dir, "state"), CDISpecDir: filepath.Join(dir, "cdi"),
-			Socket: filepath.Join(dir, "a.sock"), AssignGrace: time.Nanosecond},
+			Socket: filepath.Join(dir, "a.sock"), AssignGrace: time.Nanosecond, TelemetryDir: filepath.Join(dir, "run")},
 		node: node, pods: &fakePods{},
 	}
 }

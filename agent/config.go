@@ -54,12 +54,19 @@ type Config struct {
 	AssignGrace time.Duration
 
 	// Telemetry: where the hook and shim are installed on the host, and the
-	// per-container socket directory. An empty HookPath leaves the hook out
-	// of the CDI specs.
+	// directory of per-container sockets (TelemetryOff turns telemetry and
+	// prediction off). An empty HookPath leaves the hook out of the specs.
 	HookPath     string
 	ShimPath     string
 	TelemetryDir string
+	// PollEvery is how often each registered container's instance memory
+	// is read through NVML (default 1 s: the thesis polled every 0.1 s, a
+	// second keeps the agent cheap with hundreds of containers).
+	PollEvery time.Duration
 }
+
+// TelemetryOff as TelemetryDir turns telemetry and prediction off.
+const TelemetryOff = "off"
 
 // Defaults fills the unset fields with the values of a standard install.
 func (c Config) Defaults() Config {
@@ -74,12 +81,15 @@ func (c Config) Defaults() Config {
 	set(&c.CDIKind, "migpro.dev/mig")
 	set(&c.Domain, "nvidia.com")
 	set(&c.Policy, "reachability")
-	set(&c.TelemetryDir, "/run/migpro/containers")
+	set(&c.TelemetryDir, "/run/migpro")
 	if c.SimRoot == "" {
 		c.SimRoot = c.StateDir + "/sim"
 	}
 	if c.TrackEvery == 0 {
 		c.TrackEvery = 5 * time.Second
+	}
+	if c.PollEvery == 0 {
+		c.PollEvery = time.Second
 	}
 	if c.AssignGrace == 0 {
 		c.AssignGrace = 30 * time.Second

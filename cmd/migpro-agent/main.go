@@ -45,7 +45,8 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.TrackEvery, "track-every", 5*time.Second, "period of use tracking, warm pool and idle reaping")
 	fs.StringVar(&cfg.HookPath, "hook", "", "host path of migpro-hook to put in every CDI spec (empty: no telemetry hook)")
 	fs.StringVar(&cfg.ShimPath, "shim", "", "host path of libmigpro-shim.so")
-	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", "/run/migpro", "directory of per-container telemetry sockets")
+	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", "/run/migpro", "directory of per-container telemetry sockets; \"off\" disables telemetry and prediction")
+	fs.DurationVar(&cfg.PollEvery, "poll-every", time.Second, "period of NVML memory polling per container")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/migpro/migpro/predictor"
+)
+
+// TestGrowingContainerIsMarkedBeforeOOM drives the whole online path through
+// real entry points: a container registers over the local API as the hook
+// does, its instance's memory grows on the simulated GPU, the agent's NVML
+// poller feeds the predictor, and the mark (with a larger profile) appears on
+// /v1/marks before the memory reaches the instance's capacity. A neighbour
+// with flat memory is never marked.
+func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.PollEvery = 5 * time.Millisecond
+	a := e.start(t)
+	c := runAgent(t, a)
+	ctx := context.Background()
+	grow, err := c.Alloc(ctx, AllocRequest{Profile: "1g.5gb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := c.Alloc(ctx, AllocRequest{Profile: "1g.5gb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, uuid := range map[string]string{"grower": grow.UUID, "steady": flat.UUID} {
+		register(t, a.cfg.Socket, id, uuid)
+	}
+	gi := func(uuid string) int { in, _ := a.part.Find(uuid); return in.GIID }
+	_, capacity, err := a.InstanceMemory(grow.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rampFor = 3 * time.Second // from 10% to 100% of the instance
+	start := time.Now()
+	var markedAt uint64
+	for time.Since(start) < rampFor {
+		frac := 0.1 + 0.9*float64(time.Since(start))/float64(rampFor)
+		used := uint64(frac * float64(capacity))
+		e.node.SetInstanceMemoryUsed(0, gi(grow.UUID), used)
+		e.node.SetInstanceMemoryUsed(0, gi(flat.UUID), capacity/3)
+		if _, ok := getMarks(t, a.cfg.Socket)["grower"]; ok {
+			markedAt = used
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	marks := getMarks(t, a.cfg.Socket)
+	d, ok := marks["grower"]
+	if !ok || markedAt == 0 {
+		t.Fatalf("growing container not marked before its instance filled up (marks: %+v)", marks)
+	}
+	if _, bad := marks["steady"]; bad {
+		t.Fatalf("flat container marked: %+v", marks["steady"])
+	}
+	if d.Profile == "" || d.Profile == "1g.5gb" {
+		t.Fatalf("mark recommends %q, want a larger profile", d.Profile)
+	}
+	t.Logf("marked at %.0f%% of capacity, recommending %s", 100*float64(markedAt)/float64(capacity), d.Profile)
+}
+
+func register(t *testing.T, socket, id, uuid string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"id": id, "pid": os.Getpid(), "migUUIDs": []string{uuid}})
+	resp, err := unixHTTP(socket).Post("http://agent/v1/containers", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register %s: %s", id, resp.Status)
+	}
+}
+
+func getMarks(t *testing.T, socket string) map[string]predictor.Decision {
+	t.Helper()
+	resp, err := unixHTTP(socket).Get("http://agent/v1/marks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]predictor.Decision
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(fmt.Errorf("decode marks: %w", err))
+	}
+	return m
+}
+
+func unixHTTP(socket string) *http.Client { return NewClient(socket).http }

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/telemetry"
+)
+
+// watch connects telemetry to the predictor: every container that registers
+// gets its own predictor sized to its instance, fed from both the shim and
+// NVML polling; a mark is logged and kept for status.
+type watch struct {
+	a       *Agent
+	svc     *telemetry.Service
+	tracker *predictor.Tracker
+
+	mu      sync.Mutex
+	started map[string]*watched
+	marks   map[string]predictor.Decision
+}
+
+// watched is what the predictor feed needs per container.
+type watched struct {
+	first          time.Time
+	shim, nvml     uint64 // latest used bytes by source
+	requested      uint64
+	tracking       bool
+	lastObservedAt time.Time
+}
+
+func (a *Agent) startTelemetry(reg prometheus.Registerer) error {
+	svc, err := telemetry.New(telemetry.WithStateDir(a.cfg.TelemetryDir), telemetry.WithLogger(a.log), telemetry.WithRegisterer(reg))
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	if n, err := svc.Restore(); err != nil {
+		a.log.WithError(err).Warn("telemetry: some container sockets could not be restored")
+	} else if n > 0 {
+		a.log.WithField("containers", n).Info("telemetry: restored container sockets")
+	}
+	w := &watch{a: a, svc: svc, tracker: predictor.NewTracker(), started: map[string]*watched{}, marks: map[string]predictor.Decision{}}
+	svc.OnSample(w.onSample)
+	a.watch = w
+	return nil
+}
+
+// InstanceMemory adapts the GPU layer to the telemetry poller.
+func (a *Agent) InstanceMemory(uuid string) (used, total uint64, err error) {
+	in, err := a.part.Find(uuid)
+	if err != nil {
+		return 0, 0, err
+	}
+	dev, ok := a.part.Device(in.GPU)
+	if !ok {
+		return 0, 0, fmt.Errorf("no GPU %d", in.GPU)
+	}
+	m, err := dev.InstanceMemory(in.GIID)
+	return m.Used, m.Total, err
+}
+
+func (w *watch) run(ctx context.Context) error {
+	w.svc.RunPoller(ctx, w.a, w.a.cfg.PollEvery)
+	return w.svc.Close()
+}
+
+// onSample runs on the telemetry ingest path: it must stay cheap.
+func (w *watch) onSample(id string, s telemetry.Sample) {
+	w.mu.Lock()
+	st, ok := w.started[id]
+	if !ok {
+		st = &watched{first: s.At}
+		w.started[id] = st
+	}
+	if s.Source == telemetry.SourceShim {
+		st.shim, st.requested = s.UsedBytes, s.RequestedBytes
+	} else {
+		st.nvml = s.UsedBytes
+	}
+	needStart := !st.tracking
+	st.tracking = true
+	used, requested, t := max(st.shim, st.nvml), st.requested, s.At.Sub(st.first).Seconds()
+	if !s.At.After(st.lastObservedAt) && !needStart {
+		w.mu.Unlock()
+		return // the predictor needs time to move forward
+	}
+	st.lastObservedAt = s.At
+	w.mu.Unlock()
+	if needStart {
+		if err := w.startPredictor(id); err != nil {
+			w.a.log.WithError(err).WithField("container", id).Warn("predictor not started")
+			return
+		}
+	}
+	if d, marked := w.tracker.Observe(id, predictor.Sample{T: t, Used: used, Requested: requested}); marked {
+		w.mu.Lock()
+		w.marks[id] = d
+		w.mu.Unlock()
+		w.a.log.WithFields(logrus.Fields{"container": id, "reason": d.Reason, "forecast": d.Forecast, "profile": d.Profile}).
+			Warn("predicted out of memory: container should move to a larger instance")
+	}
+}
+
+// startPredictor sizes a container's predictor to its instance and the
+// profiles of its GPU.
+func (w *watch) startPredictor(id string) error {
+	var uuid string
+	for _, c := range w.svc.Top().Containers {
+		if c.ID == id && len(c.MIGUUIDs) > 0 {
+			uuid = c.MIGUUIDs[0]
+		}
+	}
+	if uuid == "" {
+		return fmt.Errorf("container has no MIG instance")
+	}
+	_, total, err := w.a.InstanceMemory(uuid)
+	if err != nil {
+		return err
+	}
+	in, err := w.a.part.Find(uuid)
+	if err != nil {
+		return err
+	}
+	dev, _ := w.a.part.Device(in.GPU)
+	profiles, err := dev.Profiles()
+	if err != nil {
+		return err
+	}
+	var sizes []estimator.ProfileSize
+	for _, p := range profiles {
+		sizes = append(sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
+	}
+	return w.tracker.Start(id, predictor.Config{Capacity: total, Profiles: sizes})
+}
+
+// Marks returns the containers marked so far, by container id.
+func (w *watch) Marks() map[string]predictor.Decision {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]predictor.Decision, len(w.marks))
+	for k, v := range w.marks {
+		out[k] = v
+	}
+	return out
+}
+
+// telemetryRoutes serves the hook's registration, migctl top, and marks.
+func (w *watch) routes(mux *http.ServeMux) {
+	h := w.svc.Handler()
+	mux.Handle("/v1/containers", h)
+	mux.Handle("/v1/containers/", h)
+	mux.Handle("GET /v1/top", h)
+	mux.HandleFunc("GET /v1/marks", func(rw http.ResponseWriter, _ *http.Request) { writeJSON(rw, http.StatusOK, w.Marks()) })
+}
