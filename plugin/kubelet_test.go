@@ -72,6 +72,18 @@ func (k *fakeKubelet) nextRegistration(t *testing.T) *v1beta1.RegisterRequest {
 	}
 }
 
+// waitRegistered waits until every named resource has been registered.
+func (k *fakeKubelet) waitRegistered(t *testing.T, resources ...string) {
+	t.Helper()
+	missing := map[string]bool{}
+	for _, r := range resources {
+		missing[r] = true
+	}
+	for len(missing) > 0 {
+		delete(missing, k.nextRegistration(t).ResourceName)
+	}
+}
+
 // dialPlugin connects to a plugin socket the way the kubelet does.
 func dialPlugin(t *testing.T, socket string) v1beta1.DevicePluginClient {
 	t.Helper()
@@ -83,9 +95,9 @@ func dialPlugin(t *testing.T, socket string) v1beta1.DevicePluginClient {
 	return v1beta1.NewDevicePluginClient(conn)
 }
 
-// startManager runs a Manager over inv in dir until the test ends, and
-// returns it and a channel closed when Run returns.
-func startManager(t *testing.T, dir string, inv Inventory, opts ...Option) (*Manager, context.CancelFunc, <-chan error) {
+// startManager runs a Manager over inv in dir until the test ends. stop ends
+// it and returns Run's error; it may be called more than once.
+func startManager(t *testing.T, dir string, inv Inventory, opts ...Option) (m *Manager, stop func() error) {
 	t.Helper()
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
@@ -95,13 +107,19 @@ func startManager(t *testing.T, dir string, inv Inventory, opts ...Option) (*Man
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
+	var runErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runErr = m.Run(ctx)
+	}()
+	stop = func() error {
 		cancel()
 		<-done
-	})
-	return m, cancel, done
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return m, stop
 }
 
 // eventually polls cond until it holds or 10s pass.

@@ -94,14 +94,21 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // onFileEvent reacts to the kubelet restarting (a new kubelet.sock: every
-// plugin re-registers on a fresh socket) and to a plugin socket deleted under
-// a running server (it is made again and re-registered).
+// plugin registers again, on a fresh socket if the kubelet deleted its
+// socket) and to a plugin socket deleted under a running server (it is made
+// again and registered again).
 func (m *Manager) onFileEvent(ctx context.Context, ev fsnotify.Event, kubelet string) {
 	name := filepath.Clean(ev.Name)
 	if name == kubelet && ev.Has(fsnotify.Create) {
 		m.log.Info("kubelet.sock created: re-registering every device plugin")
 		for _, s := range m.snapshot() {
-			if err := s.restart(ctx); err != nil {
+			var err error
+			if exists(s.socket) {
+				err = s.reregister(ctx)
+			} else {
+				err = s.restart(ctx)
+			}
+			if err != nil {
 				s.log.WithError(err).Error("cannot restart device plugin")
 			}
 		}
@@ -114,7 +121,7 @@ func (m *Manager) onFileEvent(ctx context.Context, ev fsnotify.Event, kubelet st
 		if s.socket != name || !s.running() {
 			continue
 		}
-		if _, err := os.Stat(s.socket); err == nil {
+		if exists(s.socket) {
 			return // already made again
 		}
 		s.log.Warn("plugin socket deleted: serving again")
@@ -221,4 +228,9 @@ func (m *Manager) Resources() []string {
 		out = append(out, s.Resource)
 	}
 	return slices.Clip(out)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

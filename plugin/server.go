@@ -65,6 +65,14 @@ func (s *server) start(ctx context.Context) error {
 	}()
 	s.grpc, s.served = g, served
 
+	s.startRegisterLocked(ctx)
+	s.log.WithField("socket", s.socket).Info("device plugin serving")
+	return nil
+}
+
+// startRegisterLocked starts a registration loop; s.mu must be held and no
+// loop running.
+func (s *server) startRegisterLocked(ctx context.Context) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	s.cancelReg, s.regDone = cancel, done
@@ -73,7 +81,25 @@ func (s *server) start(ctx context.Context) error {
 		defer close(done)
 		s.registerLoop(rctx)
 	}()
-	s.log.WithField("socket", s.socket).Info("device plugin serving")
+}
+
+// reregister registers the running server again (a new kubelet), without
+// touching its socket. A stopped server is started.
+func (s *server) reregister(ctx context.Context) error {
+	s.mu.Lock()
+	if s.grpc == nil {
+		s.mu.Unlock()
+		return s.start(ctx)
+	}
+	cancel, done := s.cancelReg, s.regDone
+	s.mu.Unlock()
+	cancel()
+	<-done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grpc != nil {
+		s.startRegisterLocked(ctx)
+	}
 	return nil
 }
 
