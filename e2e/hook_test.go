@@ -73,11 +73,21 @@ func newHookEnv(t *testing.T) *hookEnv {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	e := &hookEnv{samples: map[string][]telemetry.Sample{}}
-	if e.art, err = shimtest.Build(filepath.Join(dir, "art")); err != nil {
-		t.Fatal(err)
+	buildOnce.Do(func() {
+		// Built once per test binary into the git-ignored e2e/.work.
+		work, _ := filepath.Abs(filepath.Join(".work", "hook"))
+		if built.art, buildErr = shimtest.Build(filepath.Join(work, "art")); buildErr != nil {
+			return
+		}
+		if built.hookBin, buildErr = goBuild(work, "../cmd/migpro-hook"); buildErr != nil {
+			return
+		}
+		built.migctl, buildErr = goBuild(work, "../cmd/migctl")
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	e.hookBin = goBuild(t, dir, "../cmd/migpro-hook")
-	e.migctl = goBuild(t, dir, "../cmd/migctl")
+	e.art, e.hookBin, e.migctl = built.art, built.hookBin, built.migctl
 	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")))
 	if err != nil {
 		t.Fatal(err)
@@ -109,13 +119,21 @@ func newHookEnv(t *testing.T) *hookEnv {
 	return e
 }
 
-func goBuild(t *testing.T, dir, pkg string) string {
-	t.Helper()
+var (
+	buildOnce sync.Once
+	built     struct {
+		art             shimtest.Artifacts
+		hookBin, migctl string
+	}
+	buildErr error
+)
+
+func goBuild(dir, pkg string) (string, error) {
 	out := filepath.Join(dir, filepath.Base(pkg))
 	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 	}
-	return out
+	return out, nil
 }
 
 // rootfs makes a root filesystem with the pattern program, the flooder and
