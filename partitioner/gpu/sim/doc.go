@@ -42,4 +42,38 @@
 // is taken by a real NVIDIA driver they get /dev/null's numbers instead, so a
 // container can never reach a real GPU through a simulated spec, and without
 // mknod permission they are empty files (see NodeKind).
+//
+// # Durable state
+//
+// A real driver keeps MIG instances when the agent dies; the simulated one
+// keeps them in memory, so a node that must outlive its process (an agent
+// run with --simulate that may be killed and restarted) is given a state
+// file with WithStateFile. New then loads the file if it exists, and saves
+// the state after every successful change: GPU and compute instance
+// creates and destroys, MIG mode, SetInstanceMemoryUsed, AddProcess and
+// RemoveProcess. The file (State, JSON, version StateVersion) holds each
+// GPU's MIG mode, its instances with ids, profiles, placements and MIG
+// UUIDs, each GI's memory level and processes, and each GPU's MIG UUID
+// generator position, so UUIDs after a restart continue the sequence and
+// never repeat one. Saves write a temp file beside it, fsync it and rename
+// it over the old one, so a crash leaves the old state or the new one; a
+// load deletes temp files a crash left. A change that cannot be saved is
+// undone and fails (NVML calls with ERROR_UNKNOWN), since an instance a
+// crash would lose must not be handed out. A file saved by another spec or
+// seed, or a damaged one, is an error naming the file; a loaded file must
+// also pass the driver's own admission rules. Capability files under the
+// root are made for loaded instances, and ones of instances the file does
+// not hold are removed.
+//
+// Injected faults (FailNth), latency (SetLatency), NVML init counts and
+// event sets are not kept: they belong to a process, not to the hardware.
+//
+// One process writes a state file: the one running the node, normally the
+// agent. New takes a POSIX record lock on "<file>.lock", which the kernel
+// releases when that process dies (kill -9 too); a second process gets an
+// error naming the holder's pid. Locks are per process, so a test may
+// abandon a node and open the file again in the same process, as a
+// restarted agent would. Other processes (tests, migctl) read with
+// ReadStateFile, which never writes or locks; to change memory use or
+// processes of a running agent's node they go through the agent's API.
 package sim

@@ -201,8 +201,10 @@ func restoreGILocked(g *gpuState, sgi StateGI, uuids map[string]bool) error {
 	if _, dup := g.gis[sgi.ID]; dup {
 		return fmt.Errorf("listed twice")
 	}
-	if sgi.Placement.Start < 0 || sgi.Placement.Size < 0 {
-		return fmt.Errorf("negative placement %+v", sgi.Placement)
+	// Bounded before the uint32 conversion, which could otherwise wrap a
+	// huge number onto a legal slot.
+	if p := sgi.Placement; p.Start < 0 || p.Size < 0 || p.Start+p.Size > g.model.memSlots {
+		return fmt.Errorf("placement %+v outside the GPU's %d memory slots", p, g.model.memSlots)
 	}
 	place := nvml.GpuInstancePlacement{Start: uint32(sgi.Placement.Start), Size: uint32(sgi.Placement.Size)}
 	info, ret := g.admitGILocked(sgi.ProfileID, place)

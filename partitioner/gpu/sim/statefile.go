@@ -36,6 +36,10 @@ func (d *driver) attachStateFile(path string) error {
 	defer d.mu.Unlock()
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		// No saved instances, so any under the root are a stale run's.
+		for _, g := range d.gpus {
+			d.files.pruneStale(g)
+		}
 		d.store = &stateStore{path: abs}
 		if err := d.persistLocked(); err != nil {
 			return fmt.Errorf("save initial state: %w", err)

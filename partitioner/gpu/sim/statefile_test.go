@@ -72,6 +72,9 @@ func TestStateCorruptFileIsAnError(t *testing.T) {
 		"generator behind": edit(t, good, func(st map[string]any) {
 			st["gpus"].([]any)[0].(map[string]any)["migUUIDsMade"] = 1
 		}),
+		"wrapping placement": edit(t, good, func(st map[string]any) {
+			gi0(st, 1)["placement"] = map[string]any{"start": 1 << 32, "size": 1}
+		}),
 		"memory over size": edit(t, good, func(st map[string]any) { gi0(st, 0)["memoryUsedBytes"] = 1 << 50 }),
 		"GPU UUID":         edit(t, good, func(st map[string]any) { st["gpus"].([]any)[1].(map[string]any)["uuid"] = "GPU-x" }),
 		"processes without CI": edit(t, good, func(st map[string]any) {
