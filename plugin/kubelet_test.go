@@ -86,6 +86,10 @@ func (k *fakeKubelet) waitRegistered(t *testing.T, resources ...string) {
 
 // dialPlugin connects to a plugin socket the way the kubelet does.
 func dialPlugin(t *testing.T, socket string) v1beta1.DevicePluginClient {
+	return dialPluginB(t, socket)
+}
+
+func dialPluginB(t testing.TB, socket string) v1beta1.DevicePluginClient {
 	t.Helper()
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

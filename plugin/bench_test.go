@@ -1,0 +1,78 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// benchService is a service over n healthy devices, as on a node with
+// n instances of one profile.
+func benchService(b *testing.B, n int) (*service, []string) {
+	b.Helper()
+	inv := NewFakeInventory("1g.5gb")
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("MIG-%08x-1111-2222-3333-444444444444", i)
+		inv.Put("1g.5gb", dev(id, true))
+		ids = append(ids, id)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return &service{profile: "1g.5gb", resource: "nvidia.com/mig-1g.5gb", inv: inv, changed: newNotifier(),
+		check: func(context.Context, string, []string) error { return nil }, prefer: DefaultPreference, log: log}, ids
+}
+
+// BenchmarkAllocate is the plugin's own time in Allocate (no gRPC): the
+// inventory lookup, the checks, the agent callback and the response, for one
+// container asking for one of 56 instances (8 GPUs × 7).
+func BenchmarkAllocate(b *testing.B) {
+	s, ids := benchService(b, 56)
+	req := &v1beta1.AllocateRequest{ContainerRequests: []*v1beta1.ContainerAllocateRequest{{DevicesIds: []string{ids[40]}}}}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := s.Allocate(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAllocateGRPC is Allocate as the kubelet sees it: over the unix
+// socket, with a registered plugin.
+func BenchmarkAllocateGRPC(b *testing.B) {
+	dir := b.TempDir()
+	inv := NewFakeInventory("1g.5gb")
+	inv.Put("1g.5gb", dev(uuidA, true))
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	cfg := defaultConfig()
+	cfg.dir, cfg.log = dir, log
+	srv := newServer("1g.5gb", inv, newNotifier(), &cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := srv.start(ctx); err != nil { // registration keeps retrying: no kubelet here
+		b.Fatal(err)
+	}
+	defer srv.stop()
+	c := dialPluginB(b, srv.socket)
+	req := &v1beta1.AllocateRequest{ContainerRequests: []*v1beta1.ContainerAllocateRequest{{DevicesIds: []string{uuidA}}}}
+	for b.Loop() {
+		if _, err := c.Allocate(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListAndWatchList is the cost of building one device list.
+func BenchmarkListAndWatchList(b *testing.B) {
+	s, _ := benchService(b, 56)
+	for b.Loop() {
+		if len(s.kubeletDevices()) != 56 {
+			b.Fatal("wrong list")
+		}
+	}
+}
