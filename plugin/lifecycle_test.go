@@ -50,6 +50,27 @@ func TestKubeletRestartReRegisters(t *testing.T) {
 	}
 }
 
+// TestKubeletSockRecreated: only kubelet.sock is made again (the plugin
+// sockets stay); the fsnotify watch alone must trigger the re-registration.
+func TestKubeletSockRecreated(t *testing.T) {
+	dir := shortDir(t)
+	old := startFakeKubelet(t, dir, 0)
+	m, _ := startManager(t, dir, NewFakeInventory("1g.10gb", "3g.40gb"))
+	old.waitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
+	eventually(t, "registered", func() bool {
+		st := m.Status()
+		return len(st) == 2 && st[0].Registered && st[1].Registered
+	})
+	old.srv.Stop()
+	k := startFakeKubelet(t, dir, 0)
+	k.waitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
+	for _, s := range []string{"migpro-1g.10gb.sock", "migpro-3g.40gb.sock"} {
+		if _, err := dialPlugin(t, filepath.Join(dir, s)).GetDevicePluginOptions(context.Background(), &v1beta1.Empty{}); err != nil {
+			t.Errorf("%s does not serve: %v", s, err)
+		}
+	}
+}
+
 // TestRegistrationRetries: the kubelet refuses the first attempts, and the
 // plugin keeps trying with backoff until it is accepted.
 func TestRegistrationRetries(t *testing.T) {
