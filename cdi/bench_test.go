@@ -17,6 +17,20 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteFsync is BenchmarkWrite with WithFsync(true).
+func BenchmarkWriteFsync(b *testing.B) {
+	d := newDriverWithInstance(b)
+	w, err := NewWriter(WithSpecDir(b.TempDir()), WithFsync(true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := w.Write(testInstance, d.paths); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkBuild is Write without the file system: the spec itself.
 func BenchmarkBuild(b *testing.B) {
 	d := newDriverWithInstance(b)

@@ -84,14 +84,20 @@ func deviceNodes(i Instance, paths gpu.DriverPaths) ([]*specs.DeviceNode, error)
 		if err := checkCharDevice(host); err != nil {
 			return nil, err
 		}
-		n := &specs.DeviceNode{Path: filepath.Join(containerDevDir, r)}
-		// HostPath needs cdiVersion 0.5.0; leave it out when it says nothing new.
-		if host != n.Path {
-			n.HostPath = host
-		}
-		nodes = append(nodes, n)
+		nodes = append(nodes, specNode(paths.DevDir, r))
 	}
 	return nodes, nil
+}
+
+// specNode is the spec's entry for node rel of devDir: the standard /dev path
+// in the container, and the host path only when it differs, since hostPath
+// needs cdiVersion 0.5.0.
+func specNode(devDir, rel string) *specs.DeviceNode {
+	n := &specs.DeviceNode{Path: filepath.Join(containerDevDir, rel)}
+	if host := filepath.Join(devDir, rel); host != n.Path {
+		n.HostPath = host
+	}
+	return n
 }
 
 func checkCharDevice(path string) error {

@@ -221,3 +221,19 @@ func TestDeviceName(t *testing.T) {
 		t.Error("blank UUID accepted")
 	}
 }
+
+// On a real node (DevDir /dev) the spec needs no hostPath and so only
+// cdiVersion 0.3.0; with a simulated GPU's own dir it needs 0.5.0.
+func TestVersionWithRealPaths(t *testing.T) {
+	for _, c := range []struct{ devDir, want string }{{"/dev", "0.3.0"}, {"/sim/dev", "0.5.0"}} {
+		var nodes []*specs.DeviceNode
+		for _, r := range []string{"nvidia0", "nvidiactl", "nvidia-caps/nvidia-cap21"} {
+			nodes = append(nodes, specNode(c.devDir, r))
+		}
+		spec := &specs.Spec{Kind: DefaultKind, Devices: []specs.Device{{Name: testInstance.UUID, ContainerEdits: instanceEdits(testInstance, nodes)}}}
+		got, err := specs.MinimumRequiredVersion(spec)
+		if err != nil || got != c.want {
+			t.Errorf("dev dir %s: version %q, %v; want %q", c.devDir, got, err, c.want)
+		}
+	}
+}
