@@ -79,6 +79,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			return fmt.Errorf("%s: %w", e.Error, errConflict)
 		case http.StatusNotFound:
 			return fmt.Errorf("%s: %w", e.Error, partitioner.ErrUnknownInstance)
+		case http.StatusBadRequest:
+			return &BadRequestError{e.Error}
 		}
 		return fmt.Errorf("%s", e.Error)
 	}
@@ -89,6 +91,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	return nil
 }
+
+// BadRequestError is the agent refusing the request itself (an unknown
+// profile, a malformed body): the caller's input is wrong.
+type BadRequestError struct{ Msg string }
+
+func (b *BadRequestError) Error() string { return b.Msg }
 
 // errConflict marks answers that mean "not now": must wait, or in use.
 var errConflict = fmt.Errorf("conflict")

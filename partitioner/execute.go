@@ -10,14 +10,15 @@ import (
 	"github.com/migpro/migpro/partitioner/gpu"
 )
 
-// execute applies a plan's steps on one GPU under that GPU's NVML lock. It
+// execute applies a plan's steps on one GPU. The caller holds s.nvml, and
+// keeps holding it until its records reflect the result: the driver reuses
+// GPU-instance ids, so another plan on this GPU must not create an instance
+// with a destroyed victim's id before the victim's record is gone. It
 // returns the created instance and the GIIDs it destroyed. Destroys come
 // first and only touch idle instances proven unused; if anything fails after
 // the create, the created instance is destroyed again, so a failed plan
 // leaves nothing half-made behind.
 func (p *Partitioner) execute(ctx context.Context, s *slot, plan Plan, victims map[int]Instance) (gpu.Instance, []int, error) {
-	s.nvml.Lock()
-	defer s.nvml.Unlock()
 	p.mu.Lock()
 	p.repairHalfMade(s)
 	p.mu.Unlock()

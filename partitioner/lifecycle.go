@@ -68,9 +68,8 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 	}
 	p.mu.Unlock()
 
-	made, destroyed, err := p.execute(ctx, s, plan, victims)
-
 	s.nvml.Lock()
+	made, destroyed, err := p.execute(ctx, s, plan, victims)
 	p.mu.Lock()
 	delete(s.records, tempKey)
 	for _, gi := range destroyed {
@@ -166,9 +165,8 @@ func (p *Partitioner) Destroy(ctx context.Context, uuid string) error {
 	p.mu.Unlock()
 
 	plan := Plan{Profile: r.Profile, GPU: r.GPU, Steps: []Step{{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID}}}
-	_, destroyed, err := p.execute(ctx, s, plan, map[int]Instance{victim.GIID: victim})
-
 	s.nvml.Lock()
+	_, destroyed, err := p.execute(ctx, s, plan, map[int]Instance{victim.GIID: victim})
 	p.mu.Lock()
 	if len(destroyed) == 1 {
 		delete(s.records, victim.GIID)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,6 +25,15 @@ func agentFlags(fs *flag.FlagSet) (*string, *string) {
 	socket := fs.String("socket", defaultSocket, "the agent's local API socket")
 	output := fs.String("output", "text", "output format: text or json")
 	return socket, output
+}
+
+// agentErr turns the agent's refusal of bad input into a usage error (exit 2).
+func agentErr(err error) error {
+	var bad *agent.BadRequestError
+	if errors.As(err, &bad) {
+		return usageError{err}
+	}
+	return err
 }
 
 func checkOutput(output string) error {
@@ -51,7 +61,7 @@ func runAlloc(args []string, stdout io.Writer) error {
 	defer cancel()
 	resp, err := agent.NewClient(*socket).Alloc(ctx, agent.AllocRequest{Profile: fs.Arg(0), Owner: *owner})
 	if err != nil {
-		return err
+		return agentErr(err)
 	}
 	if *output == "json" {
 		return json.NewEncoder(stdout).Encode(resp)
@@ -72,7 +82,11 @@ func runFree(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	return agent.NewClient(*socket).Free(ctx, fs.Arg(0))
+	err := agent.NewClient(*socket).Free(ctx, fs.Arg(0))
+	if errors.Is(err, partitioner.ErrUnknownInstance) {
+		return usageError{err}
+	}
+	return err
 }
 
 func runStatus(args []string, stdout io.Writer) error {

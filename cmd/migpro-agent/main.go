@@ -43,6 +43,7 @@ func run(args []string) error {
 	warm := fs.String("warm-pool", "", "idle instances to keep ready, e.g. 1g.10gb=1,2g.20gb=1")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "destroy instances idle longer than this (0: only when their space is needed)")
 	fs.DurationVar(&cfg.TrackEvery, "track-every", 5*time.Second, "period of use tracking, warm pool and idle reaping")
+	fs.DurationVar(&cfg.AssignGrace, "assign-grace", 30*time.Second, "how long an instance the kubelet allocated stays in use before PodResources must list it")
 	fs.StringVar(&cfg.HookPath, "hook", "", "host path of migpro-hook to put in every CDI spec (empty: no telemetry hook)")
 	fs.StringVar(&cfg.ShimPath, "shim", "", "host path of libmigpro-shim.so")
 	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", "/run/migpro", "directory of per-container telemetry sockets; \"off\" disables telemetry and prediction")
