@@ -76,3 +76,46 @@ func BenchmarkListAndWatchList(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAdvertise is the plugin's share of "demand to advertised": from
+// the inventory signalling a new instance to the kubelet receiving the new
+// ListAndWatch list over the unix socket.
+func BenchmarkAdvertise(b *testing.B) {
+	dir := b.TempDir()
+	inv := NewFakeInventory("1g.5gb")
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	m, err := NewManager(inv, WithPluginDir(dir), WithLogger(log))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	sock := dir + "/" + SocketName("1g.5gb")
+	var stream interface {
+		Recv() (*v1beta1.ListAndWatchResponse, error)
+	}
+	for stream == nil { // wait for the server
+		s, err := dialPluginB(b, sock).ListAndWatch(ctx, &v1beta1.Empty{})
+		if err == nil {
+			if _, err = s.Recv(); err == nil {
+				stream = s
+			}
+		}
+	}
+	n := 0
+	for b.Loop() {
+		id := fmt.Sprintf("MIG-%08x-1111-2222-3333-444444444444", n%2)
+		if n%2 == 0 {
+			inv.Put("1g.5gb", dev(id, true))
+		} else {
+			inv.Delete("1g.5gb", fmt.Sprintf("MIG-%08x-1111-2222-3333-444444444444", 0))
+		}
+		n++
+		if _, err := stream.Recv(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
