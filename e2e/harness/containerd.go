@@ -34,7 +34,8 @@ type Containerd struct {
 	// Client is connected to Socket; closed at cleanup.
 	Client *client.Client
 
-	d *daemon
+	d          *daemon
+	cgroupsPre map[string]bool
 }
 
 // ContainerdOption changes how StartContainerd configures the daemon.
@@ -66,7 +67,8 @@ func StartContainerd(t testing.TB, opts ...ContainerdOption) *Containerd {
 	Bin(t, "containerd-shim-runc-v2")
 
 	dir := tempDir(t, "containerd")
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), RuncRoot: filepath.Join(dir, "runc")}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), RuncRoot: filepath.Join(dir, "runc"),
+		cgroupsPre: topCgroups()}
 	conf := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(conf, []byte(containerdTOML(dir, c.Socket, c.RuncRoot, cfg)), 0o644); err != nil {
 		t.Fatalf("write containerd config: %v", err)

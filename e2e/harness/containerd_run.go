@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
 )
 
 // RunTask runs a container to completion through the Go client: image in
@@ -100,6 +101,13 @@ func (c *Containerd) removeAll(t testing.TB) {
 	}
 	for _, ns := range nss {
 		c.RemoveContainers(t, ns)
+		// Tasks run in the cgroup /<namespace>/<id>; drop the ones made here.
+		m, _ := filepath.Glob("/sys/fs/cgroup/*/" + ns)
+		for _, p := range m {
+			if !c.cgroupsPre[p] {
+				rmdirTree(t, p)
+			}
+		}
 	}
 }
 
@@ -117,11 +125,11 @@ func (c *Containerd) RemoveContainers(t testing.TB, ns string) {
 	for _, ctr := range ctrs {
 		if task, err := ctr.Task(ctx, nil); err == nil {
 			_ = task.Kill(ctx, syscall.SIGKILL)
-			if _, err := task.Delete(ctx, client.WithProcessKill); err != nil {
+			if _, err := task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 				t.Logf("delete task %s/%s: %v", ns, ctr.ID(), err)
 			}
 		}
-		if err := ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil {
+		if err := ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 			t.Logf("delete container %s/%s: %v", ns, ctr.ID(), err)
 		}
 	}

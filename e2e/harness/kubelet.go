@@ -161,7 +161,8 @@ volumePluginDir: %q
 func (k *Kubelet) start(t testing.TB) {
 	t.Helper()
 	start := time.Now()
-	args := []string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--hostname-override", k.NodeName, "--v=2"}
+	args := []string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--cert-dir", filepath.Join(k.Dir, "pki"),
+		"--hostname-override", k.NodeName, "--v=2"}
 	if k.Kubeconfig != "" {
 		args = append(args, "--kubeconfig", k.Kubeconfig, "--node-ip", k.Address)
 	}
@@ -288,7 +289,21 @@ func kubepodsCgroups() []string {
 	return out
 }
 
-// rmdirTree removes an empty cgroup directory tree, deepest first.
+// topCgroups returns the set of top-level cgroup directories in every v1
+// hierarchy, e.g. /sys/fs/cgroup/memory/k8s.io.
+func topCgroups() map[string]bool {
+	m, _ := filepath.Glob("/sys/fs/cgroup/*/*")
+	set := map[string]bool{}
+	for _, p := range m {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			set[p] = true
+		}
+	}
+	return set
+}
+
+// rmdirTree removes an empty cgroup directory tree, deepest first. A cgroup
+// still in use (by another test's containers) stays.
 func rmdirTree(t testing.TB, root string) {
 	var dirs []string
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
