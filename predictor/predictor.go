@@ -51,12 +51,17 @@ func New(cfg Config) (*Predictor, error) {
 // Config returns the effective configuration, defaults filled in.
 func (p *Predictor) Config() Config { return p.cfg }
 
+// maxAbsT bounds T. Unix nanoseconds are about 2e18; beyond 1e20 a value is
+// not a time, and squared differences of such values would overflow the fit.
+const maxAbsT = 1e20
+
 // Observe feeds one sample. It returns the decision and true exactly once, on
 // the sample that marks the container; later calls return false, so a caller
-// can act on the boolean without its own latch. Samples whose T is NaN or goes
-// backwards are dropped and counted, never fatal: telemetry is untrusted.
+// can act on the boolean without its own latch. Samples whose T is NaN, out of
+// range or goes backwards are dropped and counted, never fatal: telemetry is
+// untrusted.
 func (p *Predictor) Observe(s Sample) (Decision, bool) {
-	if math.IsNaN(s.T) || math.IsInf(s.T, 0) || (p.n > 0 && s.T < p.last) {
+	if !(math.Abs(s.T) <= maxAbsT) || (p.n > 0 && s.T < p.last) {
 		p.dropped++
 		return Decision{}, false
 	}
@@ -88,7 +93,13 @@ func (p *Predictor) Marked() (Decision, bool) { return p.decision, p.marked }
 // while it has too few samples to fit. For the baseline this is Algorithm 1's
 // value (upper bound, reuse ratio applied, frozen at convergence); for migpro
 // it is the central estimate of the windowed fit.
-func (p *Predictor) Forecast(t float64) (float64, bool) { return p.alg.forecast(p, t) }
+func (p *Predictor) Forecast(t float64) (float64, bool) {
+	f, ok := p.alg.forecast(p, t)
+	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
 
 // Samples is the number of accepted samples; Dropped the number refused.
 func (p *Predictor) Samples() int { return p.n }

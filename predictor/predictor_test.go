@@ -154,8 +154,12 @@ func TestDroppedSamples(t *testing.T) {
 	p.Observe(predictor.Sample{T: 5, Used: gib})
 	p.Observe(predictor.Sample{T: 4, Used: gib})
 	p.Observe(predictor.Sample{T: nan(), Used: gib})
-	if p.Samples() != 1 || p.Dropped() != 2 {
-		t.Errorf("samples %d dropped %d, want 1 and 2", p.Samples(), p.Dropped())
+	p.Observe(predictor.Sample{T: 1e300, Used: gib}) // would overflow the fit
+	if p.Samples() != 1 || p.Dropped() != 3 {
+		t.Errorf("samples %d dropped %d, want 1 and 3", p.Samples(), p.Dropped())
+	}
+	if _, ok := p.Forecast(1e300); ok {
+		t.Error("forecast at 1e300 claims to be a number")
 	}
 }
 

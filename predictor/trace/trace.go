@@ -75,10 +75,10 @@ func Read(r io.Reader, name string) (Trace, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			return Trace{}, fmt.Errorf("%s: %w", name, err)
 		}
+		line, _ := cr.FieldPos(0)
 		row, err := parseRow(rec, idx, len(header))
 		if err != nil {
 			return Trace{}, fmt.Errorf("%s:%d: %w", name, line, err)

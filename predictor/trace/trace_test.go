@@ -81,3 +81,28 @@ func TestReadFile(t *testing.T) {
 		t.Fatalf("checked-in trace: %v, %d rows", err, len(tr.Rows))
 	}
 }
+
+// FuzzRead: any input either parses into rows that obey the format's rules or
+// fails with an error naming the input; it never panics.
+func FuzzRead(f *testing.F) {
+	f.Add("t,used_bytes\n1,2\n")
+	f.Add("t,used_bytes,requested_bytes,reserved_bytes\n1,2,3,4\n2,3,,5\n")
+	f.Add("reserved_bytes,t,used_bytes\n\"1\",2,3\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		tr, err := trace.Read(strings.NewReader(in), "fz")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fz") {
+				t.Fatalf("error without the name: %v", err)
+			}
+			return
+		}
+		if len(tr.Rows) == 0 {
+			t.Fatal("no rows and no error")
+		}
+		for i := 1; i < len(tr.Rows); i++ {
+			if tr.Rows[i].T < tr.Rows[i-1].T {
+				t.Fatalf("t goes back at row %d", i)
+			}
+		}
+	})
+}
