@@ -14,3 +14,9 @@ predictor-bench:
 # Rewrite predictor/testdata from the generator.
 predictor-traces:
 	$(GO) generate ./predictor
+
+# Untrusted input: trace files and telemetry samples (30 s each).
+.PHONY: predictor-fuzz
+predictor-fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./predictor/trace
+	$(GO) test -run '^$$' -fuzz FuzzObserve -fuzztime 30s ./predictor
