@@ -11,7 +11,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -64,7 +63,7 @@ func PlotPolicies(path, title string, results []*Result) error {
 			if err != nil {
 				return fmt.Errorf("plot %s: %w", m.title, err)
 			}
-			bars.Color = plotutil.Color(i)
+			bars.Color = colour(i)
 			bars.LineStyle.Width = 0
 			p.Add(bars)
 		}
@@ -74,6 +73,14 @@ func PlotPolicies(path, title string, results []*Result) error {
 		p.X.Tick.Label.YAlign = draw.YTop
 		p.X.Tick.Label.Font.Size = vg.Points(10)
 		p.Y.Min = 0
+		top := 0.0
+		for _, v := range vals {
+			top = max(top, v)
+		}
+		p.Y.Max = 1.12 * top
+		if top == 0 {
+			p.Y.Max = 1
+		}
 		p.Add(plotter.NewGrid())
 		plots[k/cols][k%cols] = p
 	}
@@ -116,7 +123,7 @@ func savePNG(img *vgimg.Canvas, path string) error {
 // PlotTimeline writes a PNG of one GPU's layout over time under one policy:
 // each run is a box spanning its memory slots and its run time, coloured by
 // profile; the NVML wait before it is a light box, and a run killed by an
-// OOM (red edge) or moved by the predictor (orange edge) is outlined.
+// OOM (red edge) or moved by the predictor (black edge) is outlined.
 func PlotTimeline(path, title string, res *Result, gpu, slots int) error {
 	var runs []RunRecord
 	for _, r := range res.Runs {
@@ -153,7 +160,7 @@ func PlotTimeline(path, title string, res *Result, gpu, slots int) error {
 		case OOM:
 			edge = color.RGBA{220, 0, 0, 255}
 		case Marked:
-			edge = color.RGBA{255, 140, 0, 255}
+			edge = color.Black
 		}
 		b, err := box(r.Started, r.Ended, lo, hi, colours[r.Profile], edge)
 		if err != nil {
@@ -166,7 +173,7 @@ func PlotTimeline(path, title string, res *Result, gpu, slots int) error {
 	for name := range colours {
 		profs = append(profs, name)
 	}
-	sort.Strings(profs)
+	sort.Slice(profs, func(i, j int) bool { return profileOrder(profs[i]) < profileOrder(profs[j]) })
 	for _, name := range profs {
 		legend, _ := box(0, 0, 0, 0, colours[name], nil)
 		p.Legend.Add(name, legend)
@@ -175,12 +182,12 @@ func PlotTimeline(path, title string, res *Result, gpu, slots int) error {
 	p.Legend.Add("NVML create/destroy", legendWait)
 	oom, _ := box(0, 0, 0, 0, color.White, color.RGBA{220, 0, 0, 255})
 	p.Legend.Add("killed by OOM", oom)
-	marked, _ := box(0, 0, 0, 0, color.White, color.RGBA{255, 140, 0, 255})
+	marked, _ := box(0, 0, 0, 0, color.White, color.Black)
 	p.Legend.Add("moved by predictor", marked)
 	p.Legend.Top = true
 	p.Legend.Left = false
 	p.Legend.XOffs = vg.Points(150)
-	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Legend.TextStyle.Font.Size = vg.Points(12)
 	img := vgimg.New(vg.Points(1300), vg.Points(420))
 	dc := draw.New(img)
 	dc.SetColor(color.White)
@@ -195,13 +202,23 @@ func box(x0, x1, y0, y1 float64, fill, edge color.Color) (*plotter.Polygon, erro
 		return nil, fmt.Errorf("plot: %w", err)
 	}
 	pg.Color = fill
-	pg.LineStyle.Width = 0
+	pg.LineStyle.Width = vg.Points(0.6)
+	pg.LineStyle.Color = color.White
 	if edge != nil {
 		pg.LineStyle.Width = vg.Points(2)
 		pg.LineStyle.Color = edge
 	}
 	return pg, nil
 }
+
+// palette is ten colours that stay apart in print and for common colour
+// blindness (Tableau 10).
+var palette = []color.RGBA{
+	{78, 121, 167, 255}, {242, 142, 43, 255}, {225, 87, 89, 255}, {118, 183, 178, 255}, {89, 161, 79, 255},
+	{237, 201, 72, 255}, {176, 122, 161, 255}, {255, 157, 167, 255}, {156, 117, 95, 255}, {186, 176, 172, 255},
+}
+
+func colour(i int) color.Color { return palette[i%len(palette)] }
 
 // profileColours gives each profile a colour, the same for the same name on
 // every chart of a run.
@@ -216,7 +233,7 @@ func profileColours(runs []RunRecord) map[string]color.Color {
 	}
 	sort.Slice(names, func(i, j int) bool { return profileOrder(names[i]) < profileOrder(names[j]) })
 	for i, n := range names {
-		out[n] = plotutil.Color(i)
+		out[n] = colour(i)
 	}
 	return out
 }

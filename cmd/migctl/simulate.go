@@ -22,10 +22,10 @@ const simulateUsage = "usage: migctl simulate [--mix small|mixed|llm|pcie|stream
 // simulateOpts is the parsed command line.
 type simulateOpts struct {
 	mix, csvPath, writeCSV, plotDir, output string
-	spec                                   simulate.MixSpec
-	cfg                                    simulate.Config
-	policies                               []simulate.Policy
-	timelineGPU                            int
+	spec                                    simulate.MixSpec
+	cfg                                     simulate.Config
+	policies                                []simulate.Policy
+	timelineGPU                             int
 }
 
 // simulateJSON is one policy's result for --output json (runs left out).
