@@ -17,20 +17,15 @@ import (
 	"github.com/migpro/migpro/partitioner/gpu/nvmlgpu"
 	"github.com/migpro/migpro/partitioner/gpu/sim"
 	"github.com/migpro/migpro/plugin"
+	"github.com/migpro/migpro/plugin/podresources"
 )
 
-// PodRef names the pod (and container) the kubelet gave a device to.
-type PodRef struct {
-	Namespace, Name, Container string
-}
-
-func (p PodRef) String() string { return p.Namespace + "/" + p.Name + "/" + p.Container }
+// PodRef names the pod and container the kubelet gave a device to.
+type PodRef = podresources.PodRef
 
 // Assignments says which devices the kubelet has assigned, by device ID (MIG
-// UUID). It is the kubelet's PodResources API in production.
-type Assignments interface {
-	AssignedDevices(ctx context.Context) (map[string]PodRef, error)
-}
+// UUID): the kubelet's PodResources API in production, a fake in tests.
+type Assignments = podresources.Lister
 
 // Agent is the node daemon.
 type Agent struct {

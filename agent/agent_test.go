@@ -198,7 +198,7 @@ func TestKubeletAllocationTrackedThroughPodResources(t *testing.T) {
 		t.Fatalf("kubelet allocation not checkpointed: %+v", cp)
 	}
 	// The pod runs: PodResources lists it; the warm pool tops up.
-	e.pods.set(map[string]PodRef{id: {"ns", "pod-a", "c"}})
+	e.pods.set(map[string]PodRef{id: {Namespace: "ns", Name: "pod-a", Container: "c"}})
 	a.Maintain(context.Background())
 	if st := a.Status(); !hasPod(st, id, "ns/pod-a/c") {
 		t.Fatalf("status does not show the pod: %+v", st.Instances)
@@ -223,7 +223,7 @@ func TestIdleButAssignedIsNeverDestroyed(t *testing.T) {
 	a := e.start(t)
 	resp, _ := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
 	a.part.Release(resp.UUID)
-	e.pods.set(map[string]PodRef{resp.UUID: {"ns", "p", "c"}})
+	e.pods.set(map[string]PodRef{resp.UUID: {Namespace: "ns", Name: "p", Container: "c"}})
 	if err := a.part.Destroy(context.Background(), resp.UUID); !errors.Is(err, partitioner.ErrInstanceInUse) {
 		t.Fatalf("destroy of an instance the kubelet assigned: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/plugin/podresources"
 )
 
 func main() {
@@ -65,7 +66,12 @@ func run(args []string) error {
 	}
 	var opts []agent.Option
 	if *podRes != "" {
-		opts = append(opts, agent.WithAssignments(newPodResources(*podRes)))
+		pr, err := podresources.New(podresources.WithSocket(*podRes), podresources.WithResourcePrefix(cfg.Domain+"/mig-"))
+		if err != nil {
+			return err
+		}
+		defer pr.Close()
+		opts = append(opts, agent.WithAssignments(pr))
 	}
 	a, err := agent.New(cfg, opts...)
 	if err != nil {
