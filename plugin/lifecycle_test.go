@@ -175,11 +175,21 @@ func TestStopRemovesSockets(t *testing.T) {
 	}
 }
 
+func TestRunTwiceRefused(t *testing.T) {
+	dir := shortDir(t)
+	m, _ := startManager(t, dir, NewFakeInventory("1g.5gb"))
+	eventually(t, "serving", func() bool { st := m.Status(); return len(st) == 1 && st[0].Serving })
+	if err := m.Run(context.Background()); err == nil {
+		t.Error("second Run accepted")
+	}
+}
+
 func TestNewManagerRejectsBadConfig(t *testing.T) {
 	inv := NewFakeInventory()
 	for name, opts := range map[string][]Option{
 		"empty dir":    {WithPluginDir("")},
 		"empty domain": {WithDomain("")},
+		"bad domain":   {WithDomain("Nvidia.com/x")},
 		"bad backoff":  {WithRegisterBackoff(0, 0)},
 	} {
 		if _, err := NewManager(inv, opts...); err == nil {

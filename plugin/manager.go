@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/sirupsen/logrus"
@@ -21,6 +22,7 @@ type Manager struct {
 	changed *notifier
 	log     logrus.FieldLogger
 
+	running atomic.Bool
 	mu      sync.Mutex
 	servers map[string]*server // by profile; changed only by Run's goroutine
 }
@@ -43,8 +45,8 @@ func NewManager(inv Inventory, opts ...Option) (*Manager, error) {
 	switch {
 	case c.dir == "":
 		return nil, errors.New("plugin: empty device-plugin directory")
-	case c.domain == "":
-		return nil, errors.New("plugin: empty resource domain")
+	case !validDomain(c.domain):
+		return nil, fmt.Errorf("plugin: resource domain %q is not a DNS name", c.domain)
 	case c.backoffMin <= 0 || c.backoffMax < c.backoffMin:
 		return nil, fmt.Errorf("plugin: bad registration backoff %v..%v", c.backoffMin, c.backoffMax)
 	}
@@ -54,9 +56,13 @@ func NewManager(inv Inventory, opts ...Option) (*Manager, error) {
 
 // Run serves until ctx ends, then stops every server and removes their
 // sockets. It returns an error only if it cannot start: the plugin directory
-// cannot be made or watched. Registration failures are retried and shown by
-// Status.
+// cannot be made or watched, or Run is already running. Registration failures
+// are retried and shown by Status.
 func (m *Manager) Run(ctx context.Context) error {
+	if !m.running.CompareAndSwap(false, true) {
+		return errors.New("plugin: Manager.Run called twice")
+	}
+	defer m.running.Store(false)
 	if err := os.MkdirAll(m.cfg.dir, 0o750); err != nil {
 		return fmt.Errorf("plugin: create device-plugin directory: %w", err)
 	}

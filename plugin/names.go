@@ -45,3 +45,16 @@ func validProfile(p string) error {
 	}
 	return nil
 }
+
+// validDomain accepts a lowercase DNS name such as "nvidia.com".
+func validDomain(d string) bool {
+	if d == "" || len(d) > 253 || d[0] == '.' || d[0] == '-' || d[len(d)-1] == '.' || d[len(d)-1] == '-' {
+		return false
+	}
+	for _, c := range d {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
