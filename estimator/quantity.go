@@ -10,6 +10,8 @@ import (
 // memory, e.g. "7Gi".
 const AnnotationMemory = "migpro.dev/gpu-memory"
 
+const maxQuantityLen = 64
+
 // suffixes are the Kubernetes quantity suffixes that make sense for bytes.
 // The milli suffix "m" and exponents ("1e9") are left out on purpose: a
 // thousandth of a byte is always a typo for "M", and exponent forms are
@@ -27,6 +29,11 @@ var suffixes = map[string]int64{
 func ParseBytes(s string) (uint64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty quantity, want e.g. 7Gi or 8G")
+	}
+	// Annotations are user input; a byte count never needs more digits than
+	// this, and big-number parsing of a megabyte of them would be slow.
+	if len(s) > maxQuantityLen {
+		return 0, fmt.Errorf("quantity of %d characters, at most %d", len(s), maxQuantityLen)
 	}
 	i := 0
 	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {

@@ -1,6 +1,7 @@
 package estimator
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -44,10 +45,32 @@ func TestParseBytesRejects(t *testing.T) {
 		"0Gi":                  "more than zero",
 		"16Ei":                 "too large",
 		"18446744073709551616": "too large",
+		strings.Repeat("1", 65): "at most 64",
 	} {
 		_, err := ParseBytes(in)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseBytes(%q) = %v, want error containing %q", in, err, want)
 		}
 	}
+}
+
+// FuzzParseBytes: annotations come from users; parsing must never panic, and
+// whatever it accepts re-parses to the same value once written in bytes.
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"7Gi", "7.5G", "0.1", "18446744073709551615", "1.2.3", "16Ei"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseBytes(s)
+		if err != nil {
+			return
+		}
+		if v == 0 {
+			t.Fatalf("%q accepted as zero bytes", s)
+		}
+		back, err := ParseBytes(strconv.FormatUint(v, 10))
+		if err != nil || back != v {
+			t.Fatalf("%q = %d, re-parsed as %d, %v", s, v, back, err)
+		}
+	})
 }
