@@ -33,6 +33,8 @@ type Model struct {
 	// Full is the whole-GPU profile.
 	Full  Profile
 	sizes []estimator.ProfileSize
+	// masks are each profile's legal placements as memory-slot bit masks.
+	masks map[string][]uint16
 }
 
 // LoadModel reads a simulated model's profiles (sim.Models lists them).
@@ -41,10 +43,13 @@ func LoadModel(name string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Name: strings.ToLower(name)}
+	m := &Model{Name: strings.ToLower(name), masks: map[string][]uint16{}}
 	for _, p := range profs {
 		if len(p.Placements) == 0 {
 			continue
+		}
+		for _, pl := range p.Placements {
+			m.masks[p.Name] = append(m.masks[p.Name], uint16((1<<pl.Size-1)<<pl.Start))
 		}
 		m.Slots = max(m.Slots, p.Placements[0].Size)
 		m.Slices = max(m.Slices, p.Slices)
@@ -194,6 +199,26 @@ type gpuSlot struct {
 	heavyHeld int
 	heavyBusy int
 	busy      []*run
+	// heldSlices and heldSlots are what the runs holding instances on the
+	// GPU use: space no decision can reclaim.
+	heldSlices int
+	heldSlots  uint16
+}
+
+// mayFit is a necessary condition for a profile to be placed on the GPU
+// without touching a held instance: enough free compute slices and a legal
+// placement clear of held slots. It lets the engine skip asking a
+// partitioner whose answer can only be "wait".
+func (g *gpuSlot) mayFit(m *Model, p Profile) bool {
+	if g.heldSlices+p.Slices > m.Slices {
+		return false
+	}
+	for _, mask := range m.masks[p.Name] {
+		if mask&g.heldSlots == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func quietLogger() logrus.FieldLogger {

@@ -80,6 +80,15 @@ type dynamic struct {
 
 func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	nd := d.nodes[n]
+	fits := false
+	for _, g := range nd.gpus {
+		if fits = g.mayFit(d.model, j.profile); fits {
+			break
+		}
+	}
+	if !fits {
+		return offer{}, false, nil
+	}
 	heavy := d.pcieAware && j.job.Heavy()
 	nd.pcie.heavy = heavy
 	plan, err := nd.part.Plan(j.profile.Name)

@@ -68,6 +68,8 @@ func (e *engine) grant(j *jobState, g grant) {
 		start = slot.nvmlFree
 	}
 	j.attempts++
+	slot.heldSlices += g.profile.Slices
+	slot.heldSlots |= uint16((1<<g.placement.Size - 1) << g.placement.Start)
 	r := &run{j: j, g: g, slot: slot, oomAt: 2, markAt: 2, rec: RunRecord{
 		Job: j.job.ID, Node: g.node, GPU: slot.global, Profile: g.profile.Name,
 		Start: g.placement.Start, Slots: g.placement.Size, Granted: e.now,
@@ -166,6 +168,8 @@ func (e *engine) end(r *run, outcome Outcome) error {
 			break
 		}
 	}
+	slot.heldSlices -= r.g.profile.Slices
+	slot.heldSlots &^= uint16((1<<r.g.placement.Size - 1) << r.g.placement.Start)
 	heavy := r.j.job.Heavy()
 	if heavy {
 		slot.heavyBusy--
