@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func simulateCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := runMain(append([]string{"simulate"}, args...), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// wallLine is the one line of output that depends on the machine.
+var wallLine = regexp.MustCompile(`(?m)^wall time: .*$`)
+
+func TestSimulateTable(t *testing.T) {
+	out, errs, code := simulateCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "3", "--check")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"sequential", "static", "first-fit", "migpro+predict", "migpro/A-size", "migpro/B-fifo",
+		"migpro+pcie", "lower bound", "migpro vs sequential", "migpro vs lower bound", "wall time:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	again, _, _ := simulateCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "3", "--check")
+	if wallLine.ReplaceAllString(out, "") != wallLine.ReplaceAllString(again, "") {
+		t.Errorf("the same seed printed different tables:\n%s\n%s", out, again)
+	}
+	other, _, _ := simulateCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "4", "--check")
+	if wallLine.ReplaceAllString(out, "") == wallLine.ReplaceAllString(other, "") {
+		t.Errorf("seeds 3 and 4 printed the same table")
+	}
+}
+
+func TestSimulateJSONAndPolicies(t *testing.T) {
+	out, errs, code := simulateCmd(t, "--mix", "llm", "--jobs", "30", "--policies", "migpro,migpro+predict,static:3g+full", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []simulateJSON
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(rows) != 3 || rows[0].Policy != "migpro" || rows[1].Policy != "migpro+predict" || rows[2].Policy != "static:3g+full" {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows {
+		if r.Jobs != 30 || r.Makespan < r.LowerBound || r.LowerBound <= 0 {
+			t.Errorf("%s: %+v", r.Policy, r)
+		}
+	}
+	if rows[1].Marks == 0 || rows[1].LostWork >= rows[0].LostWork {
+		t.Errorf("prediction: %d marks, lost %v s against %v s without", rows[1].Marks, rows[1].LostWork, rows[0].LostWork)
+	}
+}
+
+func TestSimulateCSVReplay(t *testing.T) {
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "jobs.csv")
+	gen, errs, code := simulateCmd(t, "--mix", "pcie", "--jobs", "30", "--write-csv", csvPath, "--policies", "migpro,migpro+pcie")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	replay, errs, code := simulateCmd(t, "--csv", csvPath, "--policies", "migpro,migpro+pcie")
+	if code != 0 {
+		t.Fatalf("replay exit %d: %s", code, errs)
+	}
+	body := func(s string) string {
+		s = wallLine.ReplaceAllString(s, "")
+		return s[strings.Index(s, "\n"):] // drop the workload line, which names the source
+	}
+	if body(gen) != body(replay) {
+		t.Errorf("replaying the written CSV gave a different table:\n%s\n%s", gen, replay)
+	}
+}
+
+func TestSimulatePlots(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "charts")
+	out, errs, code := simulateCmd(t, "--mix", "llm", "--jobs", "30", "--policies", "first-fit,migpro+predict", "--plot", dir, "--timeline-gpu", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, name := range []string{"policies.png", "timeline-first-fit.png", "timeline-migpro-predict.png"} {
+		path := filepath.Join(dir, name)
+		if !strings.Contains(out, path) {
+			t.Errorf("output does not name %s", path)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width < 800 || cfg.Height < 300 {
+			t.Errorf("%s: %v, %dx%d", name, err, cfg.Width, cfg.Height)
+		}
+	}
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	dir := t.TempDir()
+	badCSV := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(badCSV, []byte("id,arrival_s,full_runtime_s,peak_gib\na,0,100,lots\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hugeCSV := filepath.Join(dir, "huge.csv")
+	if err := os.WriteFile(hugeCSV, []byte("id,arrival_s,full_runtime_s,peak_gib\na,0,100,500\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mix", "nope"}, `unknown mix "nope"`},
+		{[]string{"--mix", "small", "--csv", badCSV}, "exclude each other"},
+		{[]string{"--csv", badCSV}, `line 2: peak_gib "lots"`},
+		{[]string{"--csv", hugeCSV}, "more than the largest instance"},
+		{[]string{"--csv", filepath.Join(dir, "missing.csv")}, "no such file"},
+		{[]string{"--jobs", "-3"}, "--jobs -3"},
+		{[]string{"--gpu", "v100"}, `unknown GPU model "v100"`},
+		{[]string{"--policies", "magic"}, `unknown policy "magic"`},
+		{[]string{"--policies", "static:all-9g"}, `unknown static layout "all-9g"`},
+		{[]string{"--ratio", "1:2"}, "four weights"},
+		{[]string{"--load", "0"}, "--load 0"},
+		{[]string{"--nodes", "-1"}, "--nodes -1"},
+		{[]string{"--gpus", "65"}, "GPUs per node 65"},
+		{[]string{"--timeline-gpu", "8"}, "--timeline-gpu 8"},
+		{[]string{"--output", "yaml"}, `--output "yaml"`},
+		{[]string{"--bogus"}, "flag provided but not defined"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		out, errs, code := simulateCmd(t, tc.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stdout %q, stderr %q)", tc.args, code, out, errs)
+			continue
+		}
+		if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: stderr %q, want one line containing %q", tc.args, errs, tc.want)
+		}
+	}
+}
