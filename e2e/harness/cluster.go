@@ -96,7 +96,7 @@ func StartCluster(t testing.TB) *Cluster {
 		"--authentication-kubeconfig", cmKubeconfig, "--authorization-kubeconfig", cmKubeconfig,
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", ports[3],
 		"--service-account-private-key-file", saKey, "--root-ca-file", cl.CAFile,
-		"--use-service-account-credentials=false",
+		"--use-service-account-credentials=true",
 		"--cluster-signing-cert-file", cl.CAFile, "--cluster-signing-key-file", filepath.Join(cl.pki.dir, "ca.key"))
 	cl.run(t, "kube-scheduler", sched, "--kubeconfig", schedKubeconfig,
 		"--authentication-kubeconfig", schedKubeconfig, "--authorization-kubeconfig", schedKubeconfig,
