@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/pkg/cdi"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	cdispecs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/e2e/harness"
@@ -88,7 +90,8 @@ func newHookEnv(t *testing.T) *hookEnv {
 		t.Fatal(buildErr)
 	}
 	e.art, e.hookBin, e.migctl = built.art, built.hookBin, built.migctl
-	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")))
+	// No pid check: deregistration must come from the poststop hook.
+	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")), telemetry.WithPIDCheck(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +193,7 @@ func sharedLibs(t *testing.T, bins ...string) []string {
 
 // writeSpec writes the CDI spec a MIG instance gets: the instance env plus
 // exactly hook.CDIEdits, as the cdi package copies them.
-func (e *hookEnv) writeSpec(t *testing.T) string {
+func (e *hookEnv) writeSpec(t *testing.T, dir string) string {
 	t.Helper()
 	e.logFile = filepath.Join(t.TempDir(), "hook.log")
 	ed := hook.CDIEdits(hook.EditsConfig{HookPath: e.hookBin, ShimPath: e.art.Shim, AgentSocket: e.sock, LogFile: e.logFile})
@@ -201,7 +204,7 @@ func (e *hookEnv) writeSpec(t *testing.T) string {
 	for _, h := range ed.Hooks {
 		edits.Hooks = append(edits.Hooks, &cdispecs.Hook{HookName: h.Stage, Path: h.Path, Args: h.Args, Env: h.Env})
 	}
-	harness.WriteCDISpec(t, "", &cdispecs.Spec{
+	harness.WriteCDISpec(t, dir, &cdispecs.Spec{
 		Version: "0.5.0", Kind: hookKind,
 		Devices: []cdispecs.Device{{Name: "i0", ContainerEdits: edits}},
 	})
@@ -265,7 +268,7 @@ var patternSteps = strings.Fields("alloc:1048576 alloc:4194304 create:2097152 pi
 func TestHookPodmanCDI(t *testing.T) {
 	e := newHookEnv(t)
 	pm := harness.Podman(t)
-	dev := e.writeSpec(t)
+	dev := e.writeSpec(t, "")
 	rootfs := e.rootfs(t)
 	steps := append(append([]string{}, patternSteps...), "sleep:4000")
 	want, err := shimtest.Expect(steps)
@@ -418,7 +421,7 @@ func listing(t *testing.T, dir string) string {
 func TestHookPodmanHostileSymlink(t *testing.T) {
 	e := newHookEnv(t)
 	pm := harness.Podman(t)
-	dev := e.writeSpec(t)
+	dev := e.writeSpec(t, "")
 	rootfs := e.rootfs(t)
 	if err := os.MkdirAll(filepath.Join(rootfs, "run"), 0o755); err != nil {
 		t.Fatal(err)
@@ -455,7 +458,7 @@ func TestHookPodmanHostileSymlink(t *testing.T) {
 func TestHookPodmanFloodIsolation(t *testing.T) {
 	e := newHookEnv(t)
 	pm := harness.Podman(t)
-	dev := e.writeSpec(t)
+	dev := e.writeSpec(t, "")
 	flood := make(chan harness.Result, 1)
 	go func() { flood <- pm.RunRootfs(t, e.rootfs(t), harness.DeviceFlags(dev), "/app/flood", "8000") }()
 	deadline := time.Now().Add(60 * time.Second)
@@ -533,4 +536,31 @@ func TestHookPodmanFloodIsolation(t *testing.T) {
 func readFile(p string) string {
 	b, _ := os.ReadFile(p)
 	return string(b)
+}
+
+// The same through containerd: its Go client applies the CDI spec (hooks
+// included), runc runs the hook in the overlay-rooted container.
+func TestHookContainerdCDI(t *testing.T) {
+	e := newHookEnv(t)
+	c := harness.StartContainerd(t)
+	const ns, image = "migpro-e2e", "migpro-e2e.test/hookpattern:1"
+	archive := filepath.Join(t.TempDir(), "pattern.tar")
+	if err := harness.WriteOCIArchive(archive, harness.ImageSpec{Name: image, Rootfs: e.rootfs(t), Entrypoint: []string{"/app/pattern"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.ImportArchive(t, ns, archive)
+	specDir := t.TempDir()
+	harness.ConfigureCDI(t, specDir)
+	dev := e.writeSpec(t, specDir)
+	want, err := shimtest.Expect(patternSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "hook-containerd-1"
+	c.RunTask(t, ns, id, image, oci.WithProcessArgs(append([]string{"/app/pattern"}, patternSteps...)...), cdi.WithCDIDevices(dev)).Must(t)
+	if log := readFile(e.logFile); log != "" {
+		t.Errorf("hook log: %s", log)
+	}
+	checkSeries(t, e.series(id), want)
+	waitGone(t, e, id)
 }
