@@ -41,10 +41,19 @@
 //	k.Pods(), k.Pod(name), k.PodResourcesSocket(), k.Log()
 //
 // Device plugins register on KubeletSocket and serve sockets in
-// DevicePluginDir (a fixed path, cleared before the kubelet starts). Only one
+// DevicePluginDir (a fixed path, cleared before the kubelet starts, so start
+// plugins after the kubelet; they must retry Register). Only one
 // kubelet runs on a machine at a time: StartKubelet takes a file lock, also
 // across test processes. Test pods need hostNetwork: true and
 // imagePullPolicy: Never.
+//
+// # A control plane
+//
+//	cl := harness.StartCluster(t)          // etcd, apiserver, controller-manager, scheduler
+//	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c, Cluster: cl})
+//	cl.WaitNodeReady(t, k.NodeName, time.Minute)
+//	cl.Client (admin clientset), cl.Server, cl.Kubeconfig, cl.Kubectl(t, args...)
+//	cl.UserKubeconfig(t, "agent", "system:serviceaccount:...", groups...)  // own identity
 //
 // # Images, CDI specs and device nodes
 //

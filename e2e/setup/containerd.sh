@@ -20,7 +20,7 @@ fi
 log "building containerd $VERSION (${BINS[*]}); ~2 min cold"
 pkgs=()
 for b in "${BINS[@]}"; do pkgs+=("$MOD/cmd/$b@$VERSION"); done
-GOBIN="$E2E_BIN" CGO_ENABLED=0 GOFLAGS= go install -trimpath \
+GOBIN="$E2E_BIN" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath \
 	-ldflags "-s -w -X $MOD/version.Version=$VERSION -X $MOD/version.Revision=proxy" \
 	"${pkgs[@]}"
 "$E2E_BIN/containerd" --version | grep -q " $VERSION " ||

@@ -29,7 +29,7 @@ ld="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ld+=" -X $p.gitVersion=$VERSION -X $p.gitMajor=1 -X $p.gitMinor=32 -X $p.gitTreeState=clean"
 done
-(cd "$MODDIR" && GOWORK=off GOFLAGS= CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$E2E_BIN/" "${pkgs[@]}")
+(cd "$MODDIR" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$E2E_BIN/" "${pkgs[@]}")
 for b in "${BINS[@]}"; do
 	[ -x "$E2E_BIN/$b" ] || die "$b not built"
 done

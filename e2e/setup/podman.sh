@@ -6,7 +6,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
 
-PKGS=(podman runc conmon busybox-static iptables containernetworking-plugins openssl)
+PKGS=(podman runc conmon busybox-static iptables containernetworking-plugins)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -24,8 +24,16 @@ else
 		log "apt-get update"
 		apt-get -o DPkg::Lock::Timeout=600 update -qq
 	fi
+	install() {
+		apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	}
 	log "apt-get install ${missing[*]}"
-	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	if ! install; then
+		# Stale package lists give 404s: refresh once and retry.
+		log "install failed; apt-get update and retry"
+		apt-get -o DPkg::Lock::Timeout=600 update -qq
+		install
+	fi
 fi
 
 for b in /usr/bin/podman /usr/sbin/runc /usr/bin/conmon /bin/busybox /usr/lib/cni/bridge; do
