@@ -51,7 +51,7 @@ type testEnv struct {
 	pods *fakePods
 }
 
-func newEnv(t *testing.T, spec string) *testEnv {
+func newEnv(t testing.TB, spec string) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	node, err := sim.NewNode(spec, sim.WithRoot(filepath.Join(dir, "sim")))
@@ -66,7 +66,7 @@ func newEnv(t *testing.T, spec string) *testEnv {
 	}
 }
 
-func (e *testEnv) start(t *testing.T) *Agent {
+func (e *testEnv) start(t testing.TB) *Agent {
 	t.Helper()
 	a, err := New(e.cfg, WithNode(e.node), WithAssignments(e.pods), WithLogger(quiet()))
 	if err != nil {
