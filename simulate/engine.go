@@ -174,6 +174,7 @@ func Run(jobs []Job, cfg Config, pol Policy) (*Result, error) {
 }
 
 func runBestLayout(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
+	wall := time.Now()
 	var best *Result
 	var tried []string
 	for _, l := range Layouts() {
@@ -195,6 +196,7 @@ func runBestLayout(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, e
 		return nil, fmt.Errorf("policy %s: no static layout can run every job", pol.Name)
 	}
 	best.Detail = fmt.Sprintf("best of %d layouts: %s", len(tried), best.Detail)
+	best.Wall = time.Since(wall) // every layout tried, not just the best
 	return best, nil
 }
 

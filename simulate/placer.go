@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/partitioner/gpu"
@@ -108,20 +109,56 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 		o.kept = [2]int{1, 1}
 	}
 	o.heavy = nd.gpus[plan.GPU].heavyHeld
-	if heavy && o.reuse && o.heavy > 0 {
-		// The partitioner's reuse ignores the policy; steer it to the idle
-		// instance on the GPU with the fewest PCIe-heavy runs.
-		for _, in := range nd.part.Instances() {
-			if in.State == partitioner.Idle && in.Profile == j.profile.Name && nd.gpus[in.GPU].heavyHeld < o.heavy {
-				o.heavy = nd.gpus[in.GPU].heavyHeld
-				o.pin = &partitioner.Pin{GPU: in.GPU, Start: in.Placement.Start}
-			}
-		}
+	if heavy && o.heavy > 0 {
+		d.spread(nd, j, &o)
 	}
 	if !heavy {
 		o.heavy = 0
 	}
 	return o, true, nil
+}
+
+// spread steers a PCIe-heavy request away from the GPU the partitioner
+// chose when another GPU of the node has fewer PCIe-heavy runs and either an
+// idle instance of the profile (reuse) or a legal placement clear of every
+// instance (create in free space). The partitioner itself reuses without
+// consulting the policy, so the choice is pinned.
+func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
+	occupied := make([]uint16, len(nd.gpus))
+	slices := make([]int, len(nd.gpus))
+	var idle []partitioner.Instance
+	for _, in := range nd.part.Instances() {
+		occupied[in.GPU] |= uint16((1<<in.Placement.Size - 1) << in.Placement.Start)
+		if p, ok := d.model.Profile(in.Profile); ok {
+			slices[in.GPU] += p.Slices
+		}
+		if in.State == partitioner.Idle && in.Profile == j.profile.Name {
+			idle = append(idle, in)
+		}
+	}
+	for _, in := range idle {
+		if h := nd.gpus[in.GPU].heavyHeld; h < o.heavy {
+			o.heavy, o.reuse, o.destroys = h, true, 0
+			o.pin = &partitioner.Pin{GPU: in.GPU, Start: in.Placement.Start}
+		}
+	}
+	for gi, g := range nd.gpus {
+		if g.heavyHeld >= o.heavy || slices[gi]+j.profile.Slices > d.model.Slices {
+			continue
+		}
+		for _, mask := range d.model.masks[j.profile.Name] {
+			if mask&occupied[gi] != 0 {
+				continue
+			}
+			start := bits.TrailingZeros16(mask)
+			if nd.part.CheckPin(j.profile.Name, partitioner.Pin{GPU: gi, Start: start}) != nil {
+				continue
+			}
+			o.heavy, o.reuse, o.destroys = g.heavyHeld, false, 0
+			o.pin = &partitioner.Pin{GPU: gi, Start: start}
+			break
+		}
+	}
 }
 
 func (d *dynamic) commit(j *jobState, o offer) (grant, error) {
@@ -149,14 +186,16 @@ func (d *dynamic) better(a, b offer) bool {
 		}
 		return a.node < b.node
 	}
+	// heavy is zero unless the option is on and the job is PCIe-heavy;
+	// then sharing less bandwidth comes first.
+	if a.heavy != b.heavy {
+		return a.heavy < b.heavy
+	}
 	if a.reuse != b.reuse {
 		return a.reuse
 	}
 	if a.destroys != b.destroys {
 		return a.destroys < b.destroys
-	}
-	if a.heavy != b.heavy {
-		return a.heavy < b.heavy
 	}
 	if a.used != b.used {
 		return a.used > b.used

@@ -32,20 +32,25 @@ func newSizer(model *Model, dir string, seed int64) (*sizer, error) {
 	return &sizer{model: model, est: est, hist: h, seed: seed}, nil
 }
 
+// initial is the first profile: the estimator's choice from the declared
+// memory and the key's history. A job that names a profile keeps it (the
+// user asked for those compute slices) unless the history proves it too
+// small, in which case the estimator's larger choice wins, as the admission
+// webhook would rewrite the request.
 func (s *sizer) initial(j *Job) Profile {
 	c, err := s.est.Estimate(estimator.Workload{
 		Key:         j.Key,
 		Annotations: map[string]string{estimator.AnnotationMemory: strconv.FormatUint(declared(j), 10)},
 	})
-	if err != nil && !errors.Is(err, estimator.ErrTooLarge) {
+	est, ok := s.model.Profile(c.Profile.Name)
+	if (err != nil && !errors.Is(err, estimator.ErrTooLarge)) || !ok {
 		// Validation guarantees a parseable hint; fall back to the baseline.
-		return s.model.Pick(declared(j))
+		est = s.model.Pick(declared(j))
 	}
-	p, ok := s.model.Profile(c.Profile.Name)
-	if !ok {
-		return s.model.Pick(declared(j))
+	if named, ok := s.model.Profile(j.Profile); ok && named.Memory >= est.Memory {
+		return named
 	}
-	return p
+	return est
 }
 
 // noiseSD is the sample noise the predictor sees, as a fraction of the

@@ -124,7 +124,7 @@ func parseSimulate(args []string) (simulateOpts, error) {
 	jobs := fs.Int("jobs", 0, "number of generated jobs (default: the mix's)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the simulation")
 	ratio := fs.String("ratio", "4:0:1:1", "small:medium:large:full weights of the mixed mix")
-	fs.Float64Var(&opt.spec.Load, "load", 0.9, "offered load of the stream mix")
+	fs.Float64Var(&opt.spec.Load, "load", 0, "offered load of the Poisson mixes (default: stream 0.9, pcie 0.7)")
 	fs.StringVar(&opt.cfg.Model, "gpu", "a100-40gb", "GPU model ("+strings.Join(sim.Models(), ", ")+")")
 	fs.IntVar(&opt.cfg.Nodes, "nodes", 0, "nodes (default 20 for stream, else 1)")
 	fs.IntVar(&opt.cfg.GPUsPerNode, "gpus", 8, "GPUs per node")
@@ -167,7 +167,7 @@ func parseSimulate(args []string) (simulateOpts, error) {
 	if opt.spec.Ratio, err = simulate.ParseRatio(*ratio); err != nil {
 		return opt, usagef("--ratio: %v", err)
 	}
-	if !(opt.spec.Load > 0) || opt.spec.Load > 100 {
+	if opt.spec.Load < 0 || opt.spec.Load > 100 || opt.spec.Load != opt.spec.Load {
 		return opt, usagef("--load %v: want a number above 0 (1 is the cluster's best rate)", opt.spec.Load)
 	}
 	if err := opt.cfg.Validate(); err != nil {

@@ -131,7 +131,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--policies", "magic"}, `unknown policy "magic"`},
 		{[]string{"--policies", "static:all-9g"}, `unknown static layout "all-9g"`},
 		{[]string{"--ratio", "1:2"}, "four weights"},
-		{[]string{"--load", "0"}, "--load 0"},
+		{[]string{"--load", "-1"}, "--load -1"},
 		{[]string{"--nodes", "-1"}, "--nodes -1"},
 		{[]string{"--gpus", "65"}, "GPUs per node 65"},
 		{[]string{"--timeline-gpu", "8"}, "--timeline-gpu 8"},
