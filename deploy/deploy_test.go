@@ -1,5 +1,3 @@
-// Package deploy holds migpro's installation files; its test checks that
-// they are valid Kubernetes objects and only use flags the agent has.
 package deploy
 
 import (
