@@ -139,6 +139,8 @@ type engine struct {
 
 	jobs   []*jobState
 	active map[*run]bool
+	// ready is when each instance's create finished, by UUID.
+	ready map[string]float64
 	res    *Result
 }
 
@@ -207,7 +209,7 @@ func (e infeasibleError) Error() string { return e.msg }
 
 func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
 	wall := time.Now()
-	e := &engine{cfg: cfg, pol: pol, model: model, active: map[*run]bool{}}
+	e := &engine{cfg: cfg, pol: pol, model: model, active: map[*run]bool{}, ready: map[string]float64{}}
 	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, func(nd *node) partitioner.Policy {
 		var base partitioner.Policy = partitioner.Reachability{}
 		if pol.Kind == FirstFit {
@@ -289,12 +291,17 @@ func (e *engine) setupStatic(jobs []Job) error {
 	}
 	// The layout is applied before the first job, but on the same
 	// serialised NVML queue: the first jobs wait for it.
-	for _, nd := range e.nodes {
+	for n, nd := range e.nodes {
 		for _, g := range nd.gpus {
 			for _, s := range steps[g.global] {
 				e.res.Reconfigs++
 				if p, ok := e.model.Profile(s.Profile); ok && !e.cfg.NoNVMLCost {
 					g.nvmlFree += NVMLCost(p.Slices, e.model.Slices)
+				}
+				for _, si := range st.insts[n] {
+					if si.gpu == s.GPU && si.place == s.Placement {
+						e.ready[si.uuid] = g.nvmlFree
+					}
 				}
 			}
 		}

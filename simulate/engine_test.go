@@ -325,3 +325,28 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("the good job was refused: %v", err)
 	}
 }
+
+// A static layout is made at time zero on each GPU's serialised NVML queue:
+// on one GPU, all-1g's seven creates of 0.1 s make the instances ready at
+// 0.1, 0.2, … 0.7 s, and each first job starts when its instance is ready.
+func TestStaticLayoutCreatesQueue(t *testing.T) {
+	m := model(t)
+	var jobs []Job
+	for i := 0; i < 7; i++ {
+		jobs = append(jobs, Job{ID: string(rune('a' + i)), FullRuntime: 100, Mem: Fixed(2 * GiB)})
+	}
+	r := simRun(t, jobs, Config{Nodes: 1, GPUsPerNode: 1, Check: true}, policy(t, "static:all-1g"))
+	if r.Reconfigs != 7 {
+		t.Fatalf("%d reconfigurations, want the layout's 7 creates", r.Reconfigs)
+	}
+	var starts []float64
+	for _, rr := range r.Runs {
+		starts = append(starts, rr.Started)
+	}
+	sort.Float64s(starts)
+	for i, s := range starts {
+		if want := float64(i+1) * NVMLCost(1, m.Slices); math.Abs(s-want) > 1e-9 {
+			t.Errorf("run %d started at %v, want %v", i, s, want)
+		}
+	}
+}

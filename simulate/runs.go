@@ -62,11 +62,12 @@ func (e *engine) grant(j *jobState, g grant) {
 		start = max(e.now, slot.nvmlFree) + cost
 		slot.nvmlFree = start
 		e.res.Reconfigs += len(g.steps)
-	} else if slot.nvmlFree > e.now {
-		// A reused or pre-made instance is usable once the GPU's pending
-		// NVML work (e.g. the static layout) is done.
-		start = slot.nvmlFree
+	} else {
+		// A reused or pre-made instance is usable once its own create is
+		// done (the static layout's creates queue at time zero).
+		start = max(e.now, e.ready[g.uuid])
 	}
+	e.ready[g.uuid] = start
 	j.attempts++
 	slot.heldSlices += g.profile.Slices
 	slot.heldSlots |= uint16((1<<g.placement.Size - 1) << g.placement.Start)
@@ -199,12 +200,18 @@ func (e *engine) end(r *run, outcome Outcome) error {
 		e.res.Marks++
 	}
 	e.res.LostWork += e.now - r.rec.Started
-	next := e.model.Grow(j.profile)
-	if outcome == Marked && r.markProfile.Memory > j.profile.Memory {
+	// Grow from what the run had: a static layout may have given it more
+	// than it asked for, and asking for less than that again is pointless.
+	had := r.g.profile
+	if j.profile.Memory > had.Memory {
+		had = j.profile
+	}
+	next := e.model.Grow(had)
+	if outcome == Marked && r.markProfile.Memory > had.Memory {
 		next = r.markProfile
 	}
-	if next.Memory <= j.profile.Memory {
-		return fmt.Errorf("job %s ran out of memory on %s, the largest profile", j.job.ID, j.profile.Name)
+	if next.Memory <= had.Memory {
+		return fmt.Errorf("job %s ran out of memory on %s, the largest profile", j.job.ID, had.Name)
 	}
 	j.profile = next
 	e.enqueue(j)
