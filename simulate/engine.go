@@ -141,7 +141,7 @@ type engine struct {
 	active map[*run]bool
 	// ready is when each instance's create finished, by UUID.
 	ready map[string]float64
-	res    *Result
+	res   *Result
 }
 
 func (e *engine) push(ev event) {
