@@ -71,6 +71,39 @@ func TestKubeletSockRecreated(t *testing.T) {
 	}
 }
 
+// TestPluginDirRecreated: the whole device-plugin directory is deleted and
+// made again (as test harnesses do before starting a kubelet); the plugins
+// keep watching it and register with the new kubelet.
+func TestPluginDirRecreated(t *testing.T) {
+	parent := shortDir(t)
+	dir := filepath.Join(parent, "dp")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := startFakeKubelet(t, dir, 0)
+	m, _ := startManager(t, dir, NewFakeInventory("1g.5gb"))
+	old.nextRegistration(t)
+	old.srv.Stop()
+	// Delete the directory in one step (a plain rm -rf can race with the
+	// plugin making its socket again and fail with "directory not empty").
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir + ".old"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "directory made again with the plugin socket", func() bool { return exists(filepath.Join(dir, "migpro-1g.5gb.sock")) })
+	k := startFakeKubelet(t, dir, 0)
+	k.waitRegistered(t, "nvidia.com/mig-1g.5gb")
+	// The new directory is watched: a kubelet restart alone is seen.
+	// Once registered, no registration loop runs any more: only the watch
+	// can notice the next kubelet.
+	eventually(t, "registered", func() bool { st := m.Status(); return len(st) == 1 && st[0].Registered })
+	k.srv.Stop()
+	k2 := startFakeKubelet(t, dir, 0)
+	k2.waitRegistered(t, "nvidia.com/mig-1g.5gb")
+}
+
 // TestRegistrationRetries: the kubelet refuses the first attempts, and the
 // plugin keeps trying with backoff until it is accepted.
 func TestRegistrationRetries(t *testing.T) {

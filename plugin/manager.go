@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/sirupsen/logrus"
@@ -77,7 +78,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer m.stopAll()
 
 	m.sync(ctx)
-	kubelet := filepath.Clean(filepath.Join(m.cfg.dir, KubeletSocketName))
+	dir := filepath.Clean(m.cfg.dir)
+	kubelet := filepath.Join(dir, KubeletSocketName)
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,6 +91,12 @@ func (m *Manager) Run(ctx context.Context) error {
 			if !ok {
 				return errors.New("plugin: device-plugin directory watch closed")
 			}
+			if filepath.Clean(ev.Name) == dir && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
+				if err := m.rewatch(ctx, w); err != nil {
+					return err
+				}
+				continue
+			}
 			m.onFileEvent(ctx, ev, kubelet)
 		case err, ok := <-w.Errors:
 			if !ok {
@@ -97,6 +105,39 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.log.WithError(err).Warn("device-plugin directory watch error")
 		}
 	}
+}
+
+// rewatch handles the plugin directory itself being deleted (a test harness
+// or an admin clearing it): the watch is gone with it. It makes the directory
+// again, watches it again and serves every plugin on a fresh socket; the
+// kubelet's new kubelet.sock then triggers the registrations. It retries
+// with backoff until it succeeds or ctx ends.
+func (m *Manager) rewatch(ctx context.Context, w *fsnotify.Watcher) error {
+	m.log.Warn("device-plugin directory deleted: making it again")
+	wait := m.cfg.backoffMin
+	for {
+		_ = w.Remove(m.cfg.dir) // the old watch may linger until the kernel drops it
+		err := os.MkdirAll(m.cfg.dir, 0o750)
+		if err == nil {
+			err = w.Add(m.cfg.dir)
+		}
+		if err == nil {
+			break
+		}
+		m.log.WithError(err).Warn("cannot watch the device-plugin directory again; retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, m.cfg.backoffMax)
+	}
+	for _, s := range m.snapshot() {
+		if err := s.restart(ctx); err != nil {
+			s.log.WithError(err).Error("cannot restart device plugin")
+		}
+	}
+	return nil
 }
 
 // onFileEvent reacts to the kubelet restarting (a new kubelet.sock: every
