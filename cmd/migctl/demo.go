@@ -41,7 +41,42 @@ func runDemo(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "Simulated node %s, policy reachability, %d operations (seed %d)\n\n", *spec, *n, *seed)
 	ops := demoStream(part.Profiles(), *n, *seed)
-	served, waited := 0, 0
+	got, err := replayDemo(part, ops, stdout)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nServed %d requests, %d had to wait, %d NVML steps. Final layouts:\n\n", got.served, got.waited, got.steps)
+	drawLayouts(stdout, part.GPUs(), part.Instances())
+	fmt.Fprintln(stdout, "Legend: [profile | idle or in-use | MIG UUID prefix], · = free memory slot.")
+
+	// The same stream under first-fit placement, for comparison.
+	ffNode, ffCleanup, err := newSimNode(*spec, *seed)
+	if err != nil {
+		return err
+	}
+	defer ffCleanup()
+	ff, err := partitioner.New(ffNode, partitioner.WithPolicy(partitioner.FirstFit{}), partitioner.WithLogger(quietLogger()))
+	if err != nil {
+		return err
+	}
+	base, err := replayDemo(ff, ops, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nThe same stream with first-fit placement: served %d, %d had to wait, %d NVML steps.\n", base.served, base.waited, base.steps)
+	return nil
+}
+
+type demoStats struct{ served, waited, steps int }
+
+// replayDemo runs the operations, narrating each to w when w is not nil.
+func replayDemo(part *partitioner.Partitioner, ops []planOp, w io.Writer) (demoStats, error) {
+	var st demoStats
+	say := func(format string, args ...any) {
+		if w != nil {
+			fmt.Fprintf(w, format, args...)
+		}
+	}
 	held := map[int]string{}
 	allocs := 0
 	for i, op := range ops {
@@ -53,30 +88,28 @@ func runDemo(args []string, stdout io.Writer) error {
 			}
 			inst, err := part.Release(uuid)
 			if err != nil {
-				return err
+				return st, err
 			}
 			delete(held, op.free)
-			fmt.Fprintf(stdout, "%srelease #%-3d %-9s GPU %d slot %d -> idle, kept for reuse\n", prefix, op.free, inst.Profile, inst.GPU, inst.Placement.Start)
+			say("%srelease #%-3d %-9s GPU %d slot %d -> idle, kept for reuse\n", prefix, op.free, inst.Profile, inst.GPU, inst.Placement.Start)
 			continue
 		}
 		allocs++
 		inst, plan, err := part.Allocate(context.Background(), op.profile, owner(allocs))
+		st.steps += len(plan.Steps)
 		switch {
 		case errors.Is(err, partitioner.ErrMustWait):
-			waited++
-			fmt.Fprintf(stdout, "%salloc   #%-3d %-9s must wait: no room without touching in-use instances\n", prefix, allocs, op.profile)
+			st.waited++
+			say("%salloc   #%-3d %-9s must wait: no room without touching in-use instances\n", prefix, allocs, op.profile)
 			continue
 		case err != nil:
-			return err
+			return st, err
 		}
-		served++
+		st.served++
 		held[allocs] = inst.UUID
-		fmt.Fprintf(stdout, "%salloc   #%-3d %-9s GPU %d slot %d: %s\n", prefix, allocs, op.profile, inst.GPU, inst.Placement.Start, describePlan(plan))
+		say("%salloc   #%-3d %-9s GPU %d slot %d: %s\n", prefix, allocs, op.profile, inst.GPU, inst.Placement.Start, describePlan(plan))
 	}
-	fmt.Fprintf(stdout, "\nServed %d requests, %d had to wait. Final layouts:\n\n", served, waited)
-	drawLayouts(stdout, part.GPUs(), part.Instances())
-	fmt.Fprintln(stdout, "Legend: [profile | idle or in-use | MIG UUID prefix], · = free memory slot.")
-	return nil
+	return st, nil
 }
 
 func describePlan(p partitioner.Plan) string {
