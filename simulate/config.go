@@ -56,4 +56,3 @@ func (c Config) Validate() error {
 	_, err := LoadModel(c.Model)
 	return err
 }
-

@@ -318,4 +318,3 @@ func declared(j *Job) uint64 {
 	}
 	return j.Declared
 }
-
