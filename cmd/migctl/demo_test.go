@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestDemoNarratesAndDrawsTheDefaultNode(t *testing.T) {
+	run := func() string {
+		var out, errb bytes.Buffer
+		if code := runMain([]string{"demo", "--requests", "30"}, &out, &errb); code != 0 {
+			t.Fatalf("demo: exit %d: %s", code, errb.String())
+		}
+		return out.String()
+	}
+	a, b := run(), run()
+	if a != b {
+		t.Fatal("two demo runs with the same seed differ")
+	}
+	if n := strings.Count(a, "layouts reachable\n"); n != 3 {
+		t.Fatalf("demo drew %d GPUs, want 3 (2x A100-40GB + 1x H100-80GB):\n%s", n, a)
+	}
+	m := regexp.MustCompile(`Served (\d+) requests, (\d+) had to wait`).FindStringSubmatch(a)
+	if m == nil {
+		t.Fatalf("no summary:\n%s", a)
+	}
+	served, _ := strconv.Atoi(m[1])
+	waited, _ := strconv.Atoi(m[2])
+	allocs := strings.Count(a, "] alloc ")
+	if served+waited != allocs || served == 0 {
+		t.Fatalf("summary says %d served + %d waited, narration has %d allocations", served, waited, allocs)
+	}
+	if !strings.Contains(a, "with first-fit placement") {
+		t.Fatal("no first-fit comparison")
+	}
+	var out, errb bytes.Buffer
+	if code := runMain([]string{"demo", "--simulate", "b100"}, &out, &errb); code != 2 {
+		t.Fatalf("unknown model: exit %d", code)
+	}
+}
