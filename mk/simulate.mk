@@ -1,0 +1,18 @@
+# Workload simulator (simulate/, migctl simulate; docs/simulate.md).
+# `make simulate-report` runs every generated mix under every policy and
+# writes each table and its charts under SIM_OUT (bin/, not tracked).
+SIM_OUT  ?= $(BIN)/simulate-report
+SIM_MIXES ?= small mixed llm pcie stream
+
+.PHONY: simulate-report simulate-bench
+simulate-report: build
+	@mkdir -p $(SIM_OUT)
+	@for m in $(SIM_MIXES); do \
+		echo "== $$m"; \
+		$(BIN)/migctl simulate --mix $$m --plot $(SIM_OUT)/$$m > $(SIM_OUT)/$$m.txt || exit 1; \
+		cat $(SIM_OUT)/$$m.txt; \
+	done
+
+# One core, as the 5,000-job / 160-GPU target is stated.
+simulate-bench:
+	$(GO) test -run '^$$' -bench Stream -benchtime 1x -cpu 1 ./simulate/
