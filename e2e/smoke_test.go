@@ -170,7 +170,9 @@ func TestSmokeCluster(t *testing.T) {
 	c.ImportArchive(t, "k8s.io", harness.BusyboxImage(t))
 	writeSmokeSpec(t, "")
 	startSmokePlugin(t, smokeKind, smokeDevice)
+	start := time.Now()
 	cl.WaitNodeReady(t, k.NodeName, 60*time.Second)
+	t.Logf("node Ready after %v", time.Since(start).Round(time.Millisecond))
 
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
@@ -184,6 +186,7 @@ func TestSmokeCluster(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	t.Logf("node advertises %s after %v", smokeKind, time.Since(start).Round(time.Millisecond))
 
 	no := false
 	pod := &corev1.Pod{
@@ -211,6 +214,7 @@ func TestSmokeCluster(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	t.Logf("pod output read after %v", time.Since(start).Round(time.Millisecond))
 	checkSmokeOutput(t, out)
 	if err := cl.Client.CoreV1().Pods("default").Delete(ctx, "smoke", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete pod: %v", err)

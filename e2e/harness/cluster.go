@@ -220,9 +220,16 @@ func (cl *Cluster) waitFor(t testing.TB, what string, check func() error) {
 }
 
 func (cl *Cluster) stop(t testing.TB) {
+	start := time.Now()
+	defer func() { t.Logf("cluster stopped in %v", time.Since(start).Round(time.Millisecond)) }()
 	for i := len(cl.daemons) - 1; i >= 0; i-- {
 		d := cl.daemons[i]
-		if err := d.stop(15 * time.Second); err != nil {
+		dstart := time.Now()
+		err := d.stop(15 * time.Second)
+		if dur := time.Since(dstart); dur > 2*time.Second {
+			t.Logf("%s took %v to stop", d.name, dur.Round(time.Millisecond))
+		}
+		if err != nil {
 			t.Errorf("stop %s: %v", d.name, err)
 		}
 		if t.Failed() {

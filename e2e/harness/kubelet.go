@@ -228,6 +228,8 @@ func (k *Kubelet) recordSideEffects() {
 }
 
 func (k *Kubelet) cleanup(t testing.TB) {
+	start := time.Now()
+	defer func() { t.Logf("kubelet torn down in %v", time.Since(start).Round(time.Millisecond)) }()
 	defer k.lock.Close() // releases the flock
 	if k.d != nil {
 		if err := k.d.stop(20 * time.Second); err != nil {
