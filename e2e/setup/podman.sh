@@ -6,6 +6,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
 
+# With their recommends (netavark, catatonit, ...), as on the machines the
+# notes in docs/e2e.md were measured on.
 PKGS=(podman runc conmon busybox-static iptables containernetworking-plugins)
 
 missing=()
@@ -25,7 +27,7 @@ else
 		apt-get -o DPkg::Lock::Timeout=600 update -qq
 	fi
 	install() {
-		apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 	}
 	log "apt-get install ${missing[*]}"
 	if ! install; then
