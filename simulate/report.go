@@ -3,22 +3,51 @@ package simulate
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 )
 
-// WriteTable prints one row per policy.
+// WriteTable prints one row per policy: the policy name left-aligned,
+// numbers right-aligned, and what the policy ran with last.
 func WriteTable(w io.Writer, results []*Result) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tmakespan s\tjobs/s\tmean JCT s\tp95 JCT s\tmem util\treconfigs\trestarts (marked)\tlost s\t÷ lower bound\t\t")
+	rows := [][]string{{"policy", "makespan s", "jobs/s", "mean JCT s", "p95 JCT s", "mem util", "reconfigs",
+		"restarts (marked)", "lost s", "÷ lower bound", "detail"}}
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.4f\t%.0f\t%.0f\t%.1f%%\t%d\t%d (%d)\t%.0f\t%.2f\t\t%s\n",
-			r.Policy, r.Makespan, r.Throughput, r.MeanJCT, r.P95JCT, 100*r.MemUtil, r.Reconfigs,
-			r.Restarts, r.Marks, r.LostWork, r.Ratio, r.Detail)
+		rows = append(rows, []string{r.Policy, fmt.Sprintf("%.0f", r.Makespan), fmt.Sprintf("%.4f", r.Throughput),
+			fmt.Sprintf("%.0f", r.MeanJCT), fmt.Sprintf("%.0f", r.P95JCT), fmt.Sprintf("%.1f%%", 100*r.MemUtil),
+			fmt.Sprint(r.Reconfigs), fmt.Sprintf("%d (%d)", r.Restarts, r.Marks), fmt.Sprintf("%.0f", r.LostWork),
+			fmt.Sprintf("%.2f", r.Ratio), r.Detail})
 	}
 	if len(results) > 0 {
-		fmt.Fprintf(tw, "lower bound\t%.0f\t\t\t\t\t\t\t\t1.00\t\t%s\n", results[0].LowerBound, "slice-seconds over the cluster's slices, arrivals respected")
+		rows = append(rows, []string{"lower bound", fmt.Sprintf("%.0f", results[0].LowerBound), "", "", "", "", "", "", "",
+			"1.00", "slice-seconds over the cluster's slices, arrivals respected"})
 	}
-	return tw.Flush()
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	last := len(widths) - 1
+	for _, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			switch {
+			case i == 0:
+				b.WriteString(c + pad)
+			case i == last:
+				b.WriteString("  " + c)
+			default:
+				b.WriteString("  " + pad + c)
+			}
+		}
+		if _, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Comparison is one migpro policy against one other policy.
@@ -67,15 +96,15 @@ func WriteComparison(w io.Writer, results []*Result) error {
 	if len(cmp) == 0 {
 		return nil
 	}
+	fmt.Fprintln(w, "\nratios (above 1: the migpro policy is better)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nratios (above 1: the migpro policy is better)\t\t")
 	fmt.Fprintln(tw, "migpro policy vs other\tmakespan other/migpro\tmean JCT other/migpro")
 	for _, c := range cmp {
 		fmt.Fprintf(tw, "%s vs %s\t%.2f×\t%.2f×\n", c.Migpro, c.Other, c.Speedup, c.JCT)
 	}
 	for _, r := range results {
 		if r.Policy == "migpro" || r.Policy == "migpro+predict" {
-			fmt.Fprintf(tw, "%s vs lower bound\t%.2f× (%.0f%% above)\t\n", r.Policy, r.Ratio, 100*(r.Ratio-1))
+			fmt.Fprintf(tw, "%s vs lower bound\t%.2f× (%.0f%% above)\n", r.Policy, r.Ratio, 100*(r.Ratio-1))
 		}
 	}
 	return tw.Flush()
