@@ -359,6 +359,8 @@ func TestHookPodmanHooksDir(t *testing.T) {
 	}
 	args := []string{"--hooks-dir", hooksDir, "run", "--rm", "--network", "none",
 		"--env", "NVIDIA_VISIBLE_DEVICES=" + hookMIG, "--env", "LD_PRELOAD=" + hook.ContainerShim,
+		// Reach the driver the way the CUDA runtime does: dlopen + cuGetProcAddress.
+		"--env", "PATTERN_VIA=procaddress",
 		"--rootfs", e.rootfs(t), "/app/pattern"}
 	pm.Run(t, append(args, patternSteps...)...).Must(t)
 	ids := e.ids()
@@ -557,7 +559,8 @@ func TestHookContainerdCDI(t *testing.T) {
 		t.Fatal(err)
 	}
 	const id = "hook-containerd-1"
-	c.RunTask(t, ns, id, image, oci.WithProcessArgs(append([]string{"/app/pattern"}, patternSteps...)...), cdi.WithCDIDevices(dev)).Must(t)
+	c.RunTask(t, ns, id, image, oci.WithProcessArgs(append([]string{"/app/pattern"}, patternSteps...)...),
+		oci.WithEnv([]string{"PATTERN_VIA=dlsym"}), cdi.WithCDIDevices(dev)).Must(t)
 	if log := readFile(e.logFile); log != "" {
 		t.Errorf("hook log: %s", log)
 	}

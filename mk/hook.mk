@@ -14,9 +14,11 @@ build: $(BIN)/libmigpro-shim.so
 
 shim: $(BIN)/libmigpro-shim.so
 
-$(BIN)/libmigpro-shim.so: hook/shim/migpro_shim.c
+SHIM_SRC = $(wildcard hook/shim/*.c)
+
+$(BIN)/libmigpro-shim.so: $(SHIM_SRC) hook/shim/shim.h
 	@mkdir -p $(BIN)
-	gcc $(SHIM_CFLAGS) -o $@ $< -ldl
+	gcc $(SHIM_CFLAGS) -o $@ $(SHIM_SRC) -ldl
 
 hook:
 	$(GO) build -o $(BIN)/migpro-hook ./cmd/migpro-hook

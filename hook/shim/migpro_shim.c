@@ -20,7 +20,6 @@
  *  MIGPRO_TELEMETRY_INTERVAL_MS  minimum gap between periodic samples (default 100)
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,16 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
-
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef unsigned long long CUmemGenericAllocationHandle;
-typedef void *CUstream;
-typedef void *CUmemoryPool;
-typedef struct CUmemAllocationProp_st CUmemAllocationProp;
-
-enum { CUDA_SUCCESS = 0, CUDA_ERROR_NOT_INITIALIZED = 3 };
+#include "shim.h"
 
 #define DEFAULT_SOCKET "/run/migpro/telemetry.sock"
 #define DEFAULT_INTERVAL_MS 100
@@ -59,73 +49,7 @@ enum { CUDA_SUCCESS = 0, CUDA_ERROR_NOT_INITIALIZED = 3 };
 #define CAS(p, expp, v) \
 	__atomic_compare_exchange_n((p), (expp), (v), 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
 
-/* ---- size table ---------------------------------------------------------
- * Free calls carry only the pointer, so the size of every live allocation is
- * kept here. Open addressing with linear probing over a static array: no
- * malloc, no lock. A slot's key is claimed by CAS; EMPTY ends a probe, TOMB
- * (a freed slot) does not, and is reused by later inserts. Probes are bounded,
- * so a full table costs a bounded scan and the allocation is merely counted
- * as untracked (its free then asks the driver for the size). The array is
- * BSS: untouched pages cost nothing in processes that never allocate. */
-#define KEY_EMPTY 0ull
-#define KEY_TOMB 1ull /* neither is ever a device pointer or handle */
-#define MAX_PROBE 64
-
-struct slot {
-	unsigned long long key;
-	unsigned long long size;
-};
-
-#define PTR_BITS 16
-#define HANDLE_BITS 12
-static struct slot ptr_tbl[1u << PTR_BITS];
-static struct slot handle_tbl[1u << HANDLE_BITS];
-
-static inline unsigned slot_of(unsigned long long key, unsigned bits)
-{
-	return (unsigned)(((key >> 8) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
-}
-
-static int tbl_put(struct slot *t, unsigned bits, unsigned long long key, unsigned long long size)
-{
-	unsigned mask = (1u << bits) - 1, h = slot_of(key, bits);
-	for (unsigned i = 0; i < MAX_PROBE; i++) {
-		struct slot *s = &t[(h + i) & mask];
-		unsigned long long k = LOAD(&s->key);
-		if (k != KEY_EMPTY && k != KEY_TOMB)
-			continue;
-		/* Size first: a reader only looks for this key after the
-		 * allocation returned, but keep the pair consistent anyway. */
-		if (CAS(&s->key, &k, key)) {
-			__atomic_store_n(&s->size, size, __ATOMIC_RELEASE);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-static int tbl_take(struct slot *t, unsigned bits, unsigned long long key, unsigned long long *size)
-{
-	unsigned mask = (1u << bits) - 1, h = slot_of(key, bits);
-	if (key == KEY_EMPTY || key == KEY_TOMB)
-		return 0;
-	for (unsigned i = 0; i < MAX_PROBE; i++) {
-		struct slot *s = &t[(h + i) & mask];
-		unsigned long long k = LOAD(&s->key);
-		if (k == KEY_EMPTY)
-			return 0;
-		if (k != key)
-			continue;
-		*size = __atomic_load_n(&s->size, __ATOMIC_ACQUIRE);
-		/* A plain store, not a CAS: only the thread freeing this live
-		 * pointer gets here (two racing frees of one pointer are a
-		 * program bug the driver rejects anyway), and a locked
-		 * instruction is a measurable part of the per-call cost. */
-		__atomic_store_n(&s->key, KEY_TOMB, __ATOMIC_RELEASE);
-		return 1;
-	}
-	return 0;
-}
+#include "table.h"
 
 /* ---- counters -----------------------------------------------------------
  * current and peak are global atomics: every allocation must see the sum to
@@ -321,19 +245,7 @@ static void account_free(unsigned long long n)
 	maybe_send(0);
 }
 
-/* ---- the real driver entry points, found lazily with RTLD_NEXT ---------- */
-#define REAL(name, type)                                                    \
-	static type real_##name;                                             \
-	static inline type get_##name(void)                                  \
-	{                                                                    \
-		type f = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);    \
-		if (f == NULL) {                                             \
-			f = (type)dlsym(RTLD_NEXT, #name);                   \
-			__atomic_store_n(&real_##name, f, __ATOMIC_RELEASE); \
-		}                                                            \
-		return f;                                                    \
-	}
-
+/* ---- the wrappers ------------------------------------------------------ */
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
 typedef CUresult (*managed_fn)(CUdeviceptr *, size_t, unsigned int);
@@ -345,18 +257,6 @@ typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUme
 typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
 typedef CUresult (*info_fn)(size_t *, size_t *);
 typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
-
-REAL(cuMemAlloc_v2, alloc_fn)
-REAL(cuMemAllocPitch_v2, pitch_fn)
-REAL(cuMemAllocManaged, managed_fn)
-REAL(cuMemAllocAsync, async_fn)
-REAL(cuMemAllocFromPoolAsync, pool_fn)
-REAL(cuMemFree_v2, free_fn)
-REAL(cuMemFreeAsync, free_async_fn)
-REAL(cuMemCreate, create_fn)
-REAL(cuMemRelease, release_fn)
-REAL(cuMemGetInfo_v2, info_fn)
-REAL(cuMemGetAddressRange_v2, range_fn)
 
 static void track_ptr(CUdeviceptr p, unsigned long long n)
 {
@@ -372,7 +272,7 @@ static unsigned long long forget_ptr(CUdeviceptr p, int *known)
 	unsigned long long n = 0;
 	*known = tbl_take(ptr_tbl, PTR_BITS, p, &n);
 	if (!*known) {
-		range_fn range = get_cuMemGetAddressRange_v2();
+		range_fn range = (range_fn)shim_real(S_RANGE);
 		CUdeviceptr base;
 		size_t sz;
 		if (range != NULL && range(&base, &sz, p) == CUDA_SUCCESS && base == p)
@@ -392,7 +292,7 @@ static CUresult finish_free(CUresult r, CUdeviceptr p, unsigned long long n, int
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-	alloc_fn f = get_cuMemAlloc_v2();
+	alloc_fn f = (alloc_fn)shim_real(S_ALLOC);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = f(dptr, bytesize);
@@ -403,7 +303,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 
 EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned int elem)
 {
-	pitch_fn f = get_cuMemAllocPitch_v2();
+	pitch_fn f = (pitch_fn)shim_real(S_PITCH);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = f(dptr, pitch, width, height, elem);
@@ -414,7 +314,7 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t widt
 
 EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-	managed_fn f = get_cuMemAllocManaged();
+	managed_fn f = (managed_fn)shim_real(S_MANAGED);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = f(dptr, bytesize, flags);
@@ -423,9 +323,9 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
 	return r;
 }
 
-EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+static CUresult alloc_async(enum slot_id slot, CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
-	async_fn f = get_cuMemAllocAsync();
+	async_fn f = (async_fn)shim_real(slot);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = f(dptr, bytesize, stream);
@@ -434,9 +334,19 @@ EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream str
 	return r;
 }
 
-EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream)
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t n, CUstream stream)
 {
-	pool_fn f = get_cuMemAllocFromPoolAsync();
+	return alloc_async(S_ASYNC, dptr, n, stream);
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t n, CUstream stream)
+{
+	return alloc_async(S_ASYNC_PTSZ, dptr, n, stream);
+}
+
+static CUresult alloc_pool(enum slot_id slot, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream)
+{
+	pool_fn f = (pool_fn)shim_real(slot);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = f(dptr, bytesize, pool, stream);
@@ -445,9 +355,19 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
 	return r;
 }
 
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream stream)
+{
+	return alloc_pool(S_POOL, dptr, n, pool, stream);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream stream)
+{
+	return alloc_pool(S_POOL_PTSZ, dptr, n, pool, stream);
+}
+
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
-	free_fn f = get_cuMemFree_v2();
+	free_fn f = (free_fn)shim_real(S_FREE);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	int known;
@@ -455,9 +375,9 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 	return finish_free(f(p), p, n, known);
 }
 
-EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream stream)
+static CUresult free_async(enum slot_id slot, CUdeviceptr p, CUstream stream)
 {
-	free_async_fn f = get_cuMemFreeAsync();
+	free_async_fn f = (free_async_fn)shim_real(slot);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	int known;
@@ -466,9 +386,19 @@ EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream stream)
 	return finish_free(f(p, stream), p, n, known);
 }
 
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream stream)
+{
+	return free_async(S_FREE_ASYNC, p, stream);
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream stream)
+{
+	return free_async(S_FREE_ASYNC_PTSZ, p, stream);
+}
+
 EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	create_fn f = get_cuMemCreate();
+	create_fn f = (create_fn)shim_real(S_CREATE);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = f(handle, size, prop, flags);
@@ -482,7 +412,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, c
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-	release_fn f = get_cuMemRelease();
+	release_fn f = (release_fn)shim_real(S_RELEASE);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	unsigned long long n = 0;
@@ -497,7 +427,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
 {
-	info_fn f = get_cuMemGetInfo_v2();
+	info_fn f = (info_fn)shim_real(S_INFO);
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = f(free_b, total_b);

@@ -48,9 +48,16 @@ func Build(dir string) (Artifacts, error) {
 		Dir: dir, Shim: filepath.Join(dir, "libmigpro-shim.so"), Stub: filepath.Join(dir, "libcuda.so.1"),
 		Pattern: filepath.Join(dir, "pattern"), Bench: filepath.Join(dir, "bench"), Flood: filepath.Join(dir, "flood"),
 	}
+	shimSrc, err := filepath.Glob(filepath.Join(src, "shim", "*.c"))
+	if err != nil || len(shimSrc) == 0 {
+		return a, fmt.Errorf("shimtest: no shim sources in %s: %v", filepath.Join(src, "shim"), err)
+	}
+	shimArgs := append(append(append([]string{}, ShimCFLAGS...), "-o", a.Shim), shimSrc...)
 	steps := [][]string{
-		append(append([]string{}, ShimCFLAGS...), "-o", a.Shim, filepath.Join(src, "shim", "migpro_shim.c"), "-ldl"),
-		{"-O2", "-Wall", "-fPIC", "-shared", "-Wl,-soname,libcuda.so.1", "-o", a.Stub, filepath.Join(td, "stubcuda.c")},
+		append(shimArgs, "-ldl"),
+		// -Bsymbolic: like the real driver, the stub's own references to its
+		// entry points (what cuGetProcAddress hands out) are not interposable.
+		{"-O2", "-Wall", "-fPIC", "-shared", "-Wl,-soname,libcuda.so.1", "-Wl,-Bsymbolic", "-o", a.Stub, filepath.Join(td, "stubcuda.c")},
 	}
 	for _, args := range steps {
 		if err := gcc(dir, args); err != nil {
@@ -61,7 +68,7 @@ func Build(dir string) (Artifacts, error) {
 		return a, fmt.Errorf("shimtest: linking libcuda.so: %w", err)
 	}
 	for _, args := range [][]string{
-		{"-O2", "-Wall", "-o", a.Pattern, filepath.Join(td, "pattern.c"), "-L" + dir, "-lcuda", "-lpthread", "-Wl,-rpath,$ORIGIN"},
+		{"-O2", "-Wall", "-o", a.Pattern, filepath.Join(td, "pattern.c"), "-L" + dir, "-lcuda", "-lpthread", "-ldl", "-Wl,-rpath,$ORIGIN"},
 		{"-O2", "-Wall", "-o", a.Bench, filepath.Join(td, "bench.c"), "-L" + dir, "-lcuda", "-ldl", "-Wl,-rpath,$ORIGIN"},
 		{"-O2", "-Wall", "-o", a.Flood, filepath.Join(td, "flood.c")},
 	} {

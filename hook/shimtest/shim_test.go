@@ -64,8 +64,13 @@ func service(t *testing.T) (*telemetry.Service, telemetry.Endpoint) {
 
 func runPattern(t *testing.T, a Artifacts, socket string, steps ...string) {
 	t.Helper()
+	runPatternVia(t, a, socket, "link", steps...)
+}
+
+func runPatternVia(t *testing.T, a Artifacts, socket, via string, steps ...string) {
+	t.Helper()
 	cmd := exec.Command(a.Pattern, steps...)
-	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + socket, "STUB_TOTAL_BYTES=1048576000"}
+	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + socket, "STUB_TOTAL_BYTES=1048576000", "PATTERN_VIA=" + via}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("pattern %v: %v\n%s", steps, err, out)
 	}
@@ -87,8 +92,17 @@ func waitTop(t *testing.T, s *telemetry.Service, cond func(telemetry.TopEntry) b
 }
 
 // The agent must receive exactly the bytes the program allocated and freed,
-// through every intercepted call, from several threads.
+// through every intercepted call, from several threads, however the program
+// reached the driver: linked symbols, dlsym on its own libcuda handle, or
+// cuGetProcAddress as the CUDA runtime does (both bypass LD_PRELOAD unless
+// the shim wraps dlsym and cuGetProcAddress).
 func TestShimReportsExactCounts(t *testing.T) {
+	for _, via := range []string{"link", "dlsym", "procaddress"} {
+		t.Run(via, func(t *testing.T) { testExactCounts(t, via) })
+	}
+}
+
+func testExactCounts(t *testing.T, via string) {
 	a := artifacts(t)
 	s, ep := service(t)
 	steps := strings.Fields("alloc:1000 alloc:5000 pitch:100:3 managed:700 async:300 pool:200 create:4096 " +
@@ -97,7 +111,7 @@ func TestShimReportsExactCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runPattern(t, a, ep.Socket, steps...)
+	runPatternVia(t, a, ep.Socket, via, steps...)
 	e := waitTop(t, s, func(e telemetry.TopEntry) bool { return e.Samples > 0 && e.Processes == 0 })
 	if e.Allocs != want.Allocs || e.Frees != want.Frees || e.PeakBytes != want.Peak || e.CapacityBytes != 1048576000 {
 		t.Errorf("top %+v, want %+v and capacity 1048576000", e, want)

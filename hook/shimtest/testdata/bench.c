@@ -1,13 +1,13 @@
 /*
  * Measures the shim's overhead per cuMemAlloc_v2/cuMemFree_v2 pair (256
  * bytes) in one run: blocks through the interposed symbols (shim, then stub)
- * alternate with blocks calling the stub directly, found with dlsym on its
- * own handle, which LD_PRELOAD does not interpose. Interleaving and taking
+ * alternate with blocks calling the stub's functions directly, as handed
+ * out by its test-only stub_entry (the shim interposes dlsym and
+ * cuGetProcAddress, so those would return its wrappers). Interleaving and taking
  * each side's fastest block keeps other load on the machine out of the
  * difference. Prints "<stub ns/pair> <shim ns/pair>".
  * Usage: bench BLOCKS PAIRS_PER_BLOCK
  */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,6 +17,7 @@ typedef int (*alloc_fn)(CUdeviceptr *, size_t);
 typedef int (*free_fn)(CUdeviceptr);
 int cuMemAlloc_v2(CUdeviceptr *, size_t);
 int cuMemFree_v2(CUdeviceptr);
+void *stub_entry(const char *);
 
 static double run(alloc_fn a, free_fn f, long n)
 {
@@ -33,13 +34,8 @@ static double run(alloc_fn a, free_fn f, long n)
 int main(int argc, char **argv)
 {
 	long blocks = argc > 1 ? atol(argv[1]) : 20, n = argc > 2 ? atol(argv[2]) : 100000;
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL) {
-		fprintf(stderr, "dlopen: %s\n", dlerror());
-		return 1;
-	}
-	alloc_fn sa = (alloc_fn)dlsym(h, "cuMemAlloc_v2");
-	free_fn sf = (free_fn)dlsym(h, "cuMemFree_v2");
+	alloc_fn sa = (alloc_fn)stub_entry("cuMemAlloc_v2");
+	free_fn sf = (free_fn)stub_entry("cuMemFree_v2");
 	if (sa == NULL || sf == NULL || blocks < 1 || n < 1)
 		return 1;
 	run(sa, sf, 1000); /* warm-up: symbol binding, socket set-up */

@@ -7,8 +7,15 @@
  *   sleep:MS                                    pause
  *   threads:T:K:N                               T threads, each K alloc/free pairs of N bytes
  * Exits 1 with a message on any driver error.
+ *
+ * PATTERN_VIA picks how the driver is reached, as real programs do:
+ *   link (default)  calls the symbols linked from libcuda
+ *   dlsym           dlsym(dlopen("libcuda.so.1"), "cuMemAlloc_v2") and so on
+ *   procaddress     cuGetProcAddress_v2 from that handle, as the CUDA runtime
+ *                   does (stream-ordered calls in their per-thread variant)
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +34,75 @@ CUresult cuMemFreeAsync(CUdeviceptr, void *);
 CUresult cuMemCreate(unsigned long long *, size_t, const void *, unsigned long long);
 CUresult cuMemRelease(unsigned long long);
 CUresult cuMemGetInfo_v2(size_t *, size_t *);
+
+
+static struct {
+	CUresult (*alloc)(CUdeviceptr *, size_t);
+	CUresult (*managed)(CUdeviceptr *, size_t, unsigned int);
+	CUresult (*async)(CUdeviceptr *, size_t, void *);
+	CUresult (*pool)(CUdeviceptr *, size_t, void *, void *);
+	CUresult (*pitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+	CUresult (*free)(CUdeviceptr);
+	CUresult (*free_async)(CUdeviceptr, void *);
+	CUresult (*create)(unsigned long long *, size_t, const void *, unsigned long long);
+	CUresult (*release)(unsigned long long);
+	CUresult (*info)(size_t *, size_t *);
+} api = {cuMemAlloc_v2, cuMemAllocManaged, cuMemAllocAsync, cuMemAllocFromPoolAsync, cuMemAllocPitch_v2,
+	 cuMemFree_v2, cuMemFreeAsync, cuMemCreate, cuMemRelease, cuMemGetInfo_v2};
+
+static void *need(void *p, const char *what)
+{
+	if (p == NULL) {
+		fprintf(stderr, "cannot resolve %s\n", what);
+		exit(1);
+	}
+	return p;
+}
+
+static void resolve(const char *via)
+{
+	if (via == NULL || strcmp(via, "link") == 0)
+		return;
+	void *h = need(dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), "libcuda.so.1");
+	if (strcmp(via, "dlsym") == 0) {
+		*(void **)&api.alloc = need(dlsym(h, "cuMemAlloc_v2"), "cuMemAlloc_v2");
+		*(void **)&api.managed = need(dlsym(h, "cuMemAllocManaged"), "cuMemAllocManaged");
+		*(void **)&api.async = need(dlsym(h, "cuMemAllocAsync"), "cuMemAllocAsync");
+		*(void **)&api.pool = need(dlsym(h, "cuMemAllocFromPoolAsync"), "cuMemAllocFromPoolAsync");
+		*(void **)&api.pitch = need(dlsym(h, "cuMemAllocPitch_v2"), "cuMemAllocPitch_v2");
+		*(void **)&api.free = need(dlsym(h, "cuMemFree_v2"), "cuMemFree_v2");
+		*(void **)&api.free_async = need(dlsym(h, "cuMemFreeAsync"), "cuMemFreeAsync");
+		*(void **)&api.create = need(dlsym(h, "cuMemCreate"), "cuMemCreate");
+		*(void **)&api.release = need(dlsym(h, "cuMemRelease"), "cuMemRelease");
+		*(void **)&api.info = need(dlsym(h, "cuMemGetInfo_v2"), "cuMemGetInfo_v2");
+		return;
+	}
+	if (strcmp(via, "procaddress") != 0) {
+		fprintf(stderr, "PATTERN_VIA=%s: want link, dlsym or procaddress\n", via);
+		exit(2);
+	}
+	CUresult (*gpa)(const char *, void **, int, unsigned long long, int *);
+	*(void **)&gpa = need(dlsym(h, "cuGetProcAddress_v2"), "cuGetProcAddress_v2");
+	const struct {
+		const char *name;
+		void **slot;
+		unsigned long long flags;
+	} want[] = {
+		{"cuMemAlloc", (void **)&api.alloc, 0},
+		{"cuMemAllocManaged", (void **)&api.managed, 0},
+		{"cuMemAllocAsync", (void **)&api.async, 2},
+		{"cuMemAllocFromPoolAsync", (void **)&api.pool, 2},
+		{"cuMemAllocPitch", (void **)&api.pitch, 0},
+		{"cuMemFree", (void **)&api.free, 0},
+		{"cuMemFreeAsync", (void **)&api.free_async, 2},
+		{"cuMemCreate", (void **)&api.create, 0},
+		{"cuMemRelease", (void **)&api.release, 0},
+		{"cuMemGetInfo", (void **)&api.info, 0},
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		if (gpa(want[i].name, want[i].slot, 12040, want[i].flags, NULL) != 0 || *want[i].slot == NULL)
+			need(NULL, want[i].name);
+}
 
 #define MAXA 4096
 static CUdeviceptr ptrs[MAXA];
@@ -51,47 +127,48 @@ static void *worker(void *arg)
 	struct job *j = arg;
 	for (long i = 0; i < j->k; i++) {
 		CUdeviceptr p;
-		check(cuMemAlloc_v2(&p, j->n), "thread alloc");
-		check(cuMemFree_v2(p), "thread free");
+		check(api.alloc(&p, j->n), "thread alloc");
+		check(api.free(p), "thread free");
 	}
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
+	resolve(getenv("PATTERN_VIA"));
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i];
 		unsigned long long x = 0, y = 0, z = 0;
 		CUdeviceptr p = 0;
 		char kind = 0;
 		if (sscanf(a, "alloc:%llu", &x) == 1) {
-			check(cuMemAlloc_v2(&p, x), a), kind = 'a';
+			check(api.alloc(&p, x), a), kind = 'a';
 		} else if (sscanf(a, "managed:%llu", &x) == 1) {
-			check(cuMemAllocManaged(&p, x, 1), a), kind = 'a';
+			check(api.managed(&p, x, 1), a), kind = 'a';
 		} else if (sscanf(a, "async:%llu", &x) == 1) {
-			check(cuMemAllocAsync(&p, x, NULL), a), kind = 's';
+			check(api.async(&p, x, NULL), a), kind = 's';
 		} else if (sscanf(a, "pool:%llu", &x) == 1) {
-			check(cuMemAllocFromPoolAsync(&p, x, NULL, NULL), a), kind = 's';
+			check(api.pool(&p, x, NULL, NULL), a), kind = 's';
 		} else if (sscanf(a, "create:%llu", &x) == 1) {
-			check(cuMemCreate(&p, x, NULL, 0), a), kind = 'c';
+			check(api.create(&p, x, NULL, 0), a), kind = 'c';
 		} else if (sscanf(a, "pitch:%llu:%llu", &x, &y) == 2) {
 			size_t pitch;
-			check(cuMemAllocPitch_v2(&p, &pitch, x, y, 4), a), kind = 'a';
+			check(api.pitch(&p, &pitch, x, y, 4), a), kind = 'a';
 		} else if (sscanf(a, "free:%llu", &x) == 1) {
 			if (x >= (unsigned long long)nptr || kinds[x] == 0) {
 				fprintf(stderr, "%s: no such live allocation\n", a);
 				return 1;
 			}
 			if (kinds[x] == 'a')
-				check(cuMemFree_v2(ptrs[x]), a);
+				check(api.free(ptrs[x]), a);
 			else if (kinds[x] == 's')
-				check(cuMemFreeAsync(ptrs[x], NULL), a);
+				check(api.free_async(ptrs[x], NULL), a);
 			else
-				check(cuMemRelease(ptrs[x]), a);
+				check(api.release(ptrs[x]), a);
 			kinds[x] = 0;
 		} else if (strcmp(a, "info") == 0) {
 			size_t f, t;
-			check(cuMemGetInfo_v2(&f, &t), a);
+			check(api.info(&f, &t), a);
 		} else if (sscanf(a, "sleep:%llu", &x) == 1) {
 			struct timespec ts = {(time_t)(x / 1000), (long)(x % 1000) * 1000000L};
 			nanosleep(&ts, NULL);

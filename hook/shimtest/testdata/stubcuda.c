@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct procaddr_map {
+	const char *name;
+	void *fn;
+};
+
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 typedef unsigned long long CUmemGenericAllocationHandle;
@@ -83,4 +88,64 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 	*base = p;
 	*size = h[0];
 	return OK;
+}
+
+/* Per-thread default stream variants: distinct entry points, as in the real
+ * driver, so the shim must keep them apart. */
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, void *stream) { (void)stream; return alloc(p, n); }
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, void *pool, void *stream)
+{
+	(void)pool;
+	(void)stream;
+	return alloc(p, n);
+}
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, void *stream) { (void)stream; return release(p); }
+
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags, int *status);
+
+/* cuGetProcAddress: base names to entry points, like the driver. */
+CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags)
+{
+	int ptsz = (flags & 2) != 0;
+	const struct procaddr_map m[] = {
+		{"cuMemAlloc", (void *)cuMemAlloc_v2},
+		{"cuMemAllocPitch", (void *)cuMemAllocPitch_v2},
+		{"cuMemAllocManaged", (void *)cuMemAllocManaged},
+		{"cuMemAllocAsync", ptsz ? (void *)cuMemAllocAsync_ptsz : (void *)cuMemAllocAsync},
+		{"cuMemAllocFromPoolAsync", ptsz ? (void *)cuMemAllocFromPoolAsync_ptsz : (void *)cuMemAllocFromPoolAsync},
+		{"cuMemFree", (void *)cuMemFree_v2},
+		{"cuMemFreeAsync", ptsz ? (void *)cuMemFreeAsync_ptsz : (void *)cuMemFreeAsync},
+		{"cuMemCreate", (void *)cuMemCreate},
+		{"cuMemRelease", (void *)cuMemRelease},
+		{"cuMemGetInfo", (void *)cuMemGetInfo_v2},
+		{"cuMemGetAddressRange", (void *)cuMemGetAddressRange_v2},
+		{"cuGetProcAddress", ver >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)cuGetProcAddress},
+	};
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+		if (strcmp(sym, m[i].name) == 0) {
+			*pfn = m[i].fn;
+			return OK;
+		}
+	}
+	*pfn = NULL;
+	return 500; /* CUDA_ERROR_NOT_FOUND */
+}
+
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags, int *status)
+{
+	CUresult r = cuGetProcAddress(sym, pfn, ver, flags);
+	if (status != NULL)
+		*status = r == OK ? 0 : 1;
+	return r;
+}
+
+/* Test-only: the stub's own entry points, found without any lookup the shim
+ * interposes, so benchmarks can call the stub alone in the same process. */
+void *stub_entry(const char *name)
+{
+	if (strcmp(name, "cuMemAlloc_v2") == 0)
+		return (void *)cuMemAlloc_v2;
+	if (strcmp(name, "cuMemFree_v2") == 0)
+		return (void *)cuMemFree_v2;
+	return NULL;
 }

@@ -1,0 +1,197 @@
+/*
+ * Finding the real driver entry points, and handing out the shim's wrappers
+ * however a program looks the driver up.
+ *
+ * LD_PRELOAD only interposes lookups in the global scope. Two common paths
+ * bypass it, and both are covered here:
+ *  - dlsym(handle, "cuMemAlloc_v2") on a handle from dlopen("libcuda.so.1"):
+ *    the shim interposes dlsym itself. For the names it wraps it records the
+ *    real pointer and returns the wrapper; everything else passes through.
+ *  - cuGetProcAddress / cuGetProcAddress_v2, which the CUDA runtime (11.3+)
+ *    uses for every driver call: the shim wraps them and swaps in its
+ *    wrappers for the base names it counts.
+ * A slot holds one real pointer. If a lookup returns a different one for a
+ * slot already filled (another driver copy, say), the real pointer is handed
+ * out unwrapped: those calls go uncounted, never to the wrong function.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+
+#include "shim.h"
+
+static const char *const slot_name[S_COUNT] = {
+	[S_ALLOC] = "cuMemAlloc_v2",
+	[S_PITCH] = "cuMemAllocPitch_v2",
+	[S_MANAGED] = "cuMemAllocManaged",
+	[S_ASYNC] = "cuMemAllocAsync",
+	[S_ASYNC_PTSZ] = "cuMemAllocAsync_ptsz",
+	[S_POOL] = "cuMemAllocFromPoolAsync",
+	[S_POOL_PTSZ] = "cuMemAllocFromPoolAsync_ptsz",
+	[S_FREE] = "cuMemFree_v2",
+	[S_FREE_ASYNC] = "cuMemFreeAsync",
+	[S_FREE_ASYNC_PTSZ] = "cuMemFreeAsync_ptsz",
+	[S_CREATE] = "cuMemCreate",
+	[S_RELEASE] = "cuMemRelease",
+	[S_INFO] = "cuMemGetInfo_v2",
+	[S_RANGE] = "cuMemGetAddressRange_v2",
+	[S_GPA] = "cuGetProcAddress",
+	[S_GPA2] = "cuGetProcAddress_v2",
+};
+
+static void *const slot_wrapper[S_COUNT] = {
+	[S_ALLOC] = (void *)cuMemAlloc_v2,
+	[S_PITCH] = (void *)cuMemAllocPitch_v2,
+	[S_MANAGED] = (void *)cuMemAllocManaged,
+	[S_ASYNC] = (void *)cuMemAllocAsync,
+	[S_ASYNC_PTSZ] = (void *)cuMemAllocAsync_ptsz,
+	[S_POOL] = (void *)cuMemAllocFromPoolAsync,
+	[S_POOL_PTSZ] = (void *)cuMemAllocFromPoolAsync_ptsz,
+	[S_FREE] = (void *)cuMemFree_v2,
+	[S_FREE_ASYNC] = (void *)cuMemFreeAsync,
+	[S_FREE_ASYNC_PTSZ] = (void *)cuMemFreeAsync_ptsz,
+	[S_CREATE] = (void *)cuMemCreate,
+	[S_RELEASE] = (void *)cuMemRelease,
+	[S_INFO] = (void *)cuMemGetInfo_v2,
+	[S_RANGE] = NULL,
+	[S_GPA] = (void *)cuGetProcAddress,
+	[S_GPA2] = (void *)cuGetProcAddress_v2,
+};
+
+static void *slot_real[S_COUNT];
+
+typedef void *(*dlsym_fn)(void *, const char *);
+static dlsym_fn real_dlsym_fn;
+
+/* real_dlsym finds libc's (or libdl's) dlsym by version, since plain
+ * dlsym is now the shim's own. */
+static dlsym_fn real_dlsym(void)
+{
+	dlsym_fn f = __atomic_load_n(&real_dlsym_fn, __ATOMIC_ACQUIRE);
+	if (f != NULL)
+		return f;
+	static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"};
+	for (size_t i = 0; f == NULL && i < sizeof versions / sizeof versions[0]; i++)
+		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+	__atomic_store_n(&real_dlsym_fn, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+void *shim_real(enum slot_id s)
+{
+	void *f = __atomic_load_n(&slot_real[s], __ATOMIC_ACQUIRE);
+	if (__builtin_expect(f != NULL, 1))
+		return f;
+	dlsym_fn d = real_dlsym();
+	if (d == NULL)
+		return NULL;
+	/* RTLD_NEXT is relative to the caller, and the caller is this shim. */
+	f = d(RTLD_NEXT, slot_name[s]);
+	if (f == NULL || f == slot_wrapper[s])
+		return NULL;
+	void *none = NULL;
+	if (!__atomic_compare_exchange_n(&slot_real[s], &none, f, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		f = none; /* someone filled it first (maybe via a lookup): keep theirs */
+	return f;
+}
+
+/* adopt records real as the slot's entry point and returns what the caller
+ * should get: the wrapper, or real itself when the slot holds another
+ * function. */
+static void *adopt(enum slot_id s, void *real)
+{
+	void *w = slot_wrapper[s];
+	if (real == NULL || w == NULL || real == w)
+		return real;
+	void *cur = NULL;
+	if (__atomic_compare_exchange_n(&slot_real[s], &cur, real, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || cur == real)
+		return w;
+	return real;
+}
+
+static int slot_by_name(const char *name)
+{
+	/* Cheap reject first: dlsym is called for everything in every process. */
+	if (name == NULL || name[0] != 'c' || name[1] != 'u' || (name[2] != 'M' && name[2] != 'G'))
+		return -1;
+	for (int s = 0; s < S_COUNT; s++)
+		if (slot_wrapper[s] != NULL && strcmp(name, slot_name[s]) == 0)
+			return s;
+	return -1;
+}
+
+EXPORT void *dlsym(void *handle, const char *name)
+{
+	dlsym_fn d = real_dlsym();
+	if (d == NULL)
+		return NULL;
+	void *r = d(handle, name);
+	/* Global-scope lookups already find the shim first; RTLD_NEXT from
+	 * elsewhere must get exactly what the caller asked for. */
+	if (r == NULL || handle == RTLD_DEFAULT || handle == RTLD_NEXT)
+		return r;
+	int s = slot_by_name(name);
+	return s < 0 ? r : adopt((enum slot_id)s, r);
+}
+
+#define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2ull
+
+/* wrap_proc maps a cuGetProcAddress base name, at the requested CUDA version
+ * and stream flavour, to a slot. */
+static void *wrap_proc(const char *sym, void *real, int ver, cuuint64_t flags)
+{
+	static const struct {
+		const char *base;
+		enum slot_id slot, ptsz;
+		int min_ver; /* the versioned _v2 entry points start at 3.2 */
+	} map[] = {
+		{"cuMemAlloc", S_ALLOC, S_ALLOC, 3020},
+		{"cuMemAllocPitch", S_PITCH, S_PITCH, 3020},
+		{"cuMemFree", S_FREE, S_FREE, 3020},
+		{"cuMemGetInfo", S_INFO, S_INFO, 3020},
+		{"cuMemAllocManaged", S_MANAGED, S_MANAGED, 0},
+		{"cuMemAllocAsync", S_ASYNC, S_ASYNC_PTSZ, 0},
+		{"cuMemAllocFromPoolAsync", S_POOL, S_POOL_PTSZ, 0},
+		{"cuMemFreeAsync", S_FREE_ASYNC, S_FREE_ASYNC_PTSZ, 0},
+		{"cuMemCreate", S_CREATE, S_CREATE, 0},
+		{"cuMemRelease", S_RELEASE, S_RELEASE, 0},
+		{"cuGetProcAddress", S_GPA2, S_GPA2, 12000},
+	};
+	if (sym == NULL || sym[0] != 'c' || sym[1] != 'u')
+		return real;
+	if (ver < 12000 && strcmp(sym, "cuGetProcAddress") == 0)
+		return adopt(S_GPA, real); /* before 12.0 the name means the 4-argument form */
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+		if (strcmp(sym, map[i].base) != 0)
+			continue;
+		if (ver < map[i].min_ver)
+			return real; /* a legacy signature the wrappers do not share */
+		return adopt(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? map[i].ptsz : map[i].slot, real);
+	}
+	return real;
+}
+
+typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t);
+typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t, void *);
+
+EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags)
+{
+	gpa_fn f = (gpa_fn)shim_real(S_GPA);
+	if (f == NULL)
+		return CUDA_ERROR_NOT_FOUND;
+	CUresult r = f(sym, pfn, ver, flags);
+	if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)
+		*pfn = wrap_proc(sym, *pfn, ver, flags);
+	return r;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags, void *status)
+{
+	gpa2_fn f = (gpa2_fn)shim_real(S_GPA2);
+	if (f == NULL)
+		return CUDA_ERROR_NOT_FOUND;
+	CUresult r = f(sym, pfn, ver, flags, status);
+	if (r == CUDA_SUCCESS && pfn != NULL && *pfn != NULL)
+		*pfn = wrap_proc(sym, *pfn, ver, flags);
+	return r;
+}
