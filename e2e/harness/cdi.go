@@ -48,7 +48,7 @@ func WriteCDISpec(t testing.TB, dir string, spec *cdispecs.Spec) string {
 // directories when t ends.
 func ConfigureCDI(t testing.TB, dirs ...string) {
 	t.Helper()
-	if err := cdi.Configure(cdi.WithSpecDirs(dirs...), cdi.WithAutoRefresh(false)); err != nil {
+	if err := cdi.Configure(cdi.WithSpecDirs(dirs...)); err != nil {
 		t.Fatalf("configure CDI cache: %v", err)
 	}
 	t.Cleanup(func() { _ = cdi.Configure(cdi.WithSpecDirs(cdi.DefaultSpecDirs...)) })

@@ -34,7 +34,7 @@
 //	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c})
 //	c.ImportArchive(t, "k8s.io", harness.BusyboxImage(t))
 //	k.WriteStaticPod(t, "p1", manifestYAML)   // atomic; pod shows as k.PodName("p1")
-//	k.WaitPodRunning(t, "p1", time.Minute)    // *corev1.Pod from https://127.0.0.1:10250/pods
+//	k.WaitPodRunning(t, "p1", time.Minute)    // corev1.Pod from https://127.0.0.1:10250/pods
 //	k.ContainerLog(t, "p1", "main")           // what the container printed
 //	k.RemoveStaticPod(t, "p1"); k.WaitPodGone(t, "p1", time.Minute)
 //	k.Restart(t)                              // kubelet.sock is recreated

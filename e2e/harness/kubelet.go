@@ -63,7 +63,6 @@ type Kubelet struct {
 	sysctls    map[string]string
 	hadVarLogC bool
 	cgroupsPre map[string]bool
-	lock       *os.File
 	clusterCA  string
 }
 
@@ -85,13 +84,14 @@ func StartKubelet(t testing.TB, opts KubeletOptions) *Kubelet {
 	}
 	bin := Bin(t, "kubelet")
 	lock := lockFile(t, kubeletLock)
+	t.Cleanup(func() { lock.Close() }) // releases the flock, after k.cleanup
 
 	dir := tempDir(t, "kubelet")
 	k := &Kubelet{
 		Dir: dir, RootDir: filepath.Join(dir, "root"), StaticPodDir: filepath.Join(dir, "manifests"),
 		PodLogsDir: filepath.Join(dir, "pod-logs"), ConfigPath: filepath.Join(dir, "config.yaml"),
 		NodeName: opts.NodeName, Containerd: opts.Containerd, bin: bin,
-		logPath: filepath.Join(dir, "kubelet.log"), lock: lock, Address: "127.0.0.1",
+		logPath: filepath.Join(dir, "kubelet.log"), Address: "127.0.0.1",
 	}
 	if opts.Cluster != nil {
 		k.Address = opts.Cluster.NodeIP
@@ -230,7 +230,6 @@ func (k *Kubelet) recordSideEffects() {
 func (k *Kubelet) cleanup(t testing.TB) {
 	start := time.Now()
 	defer func() { t.Logf("kubelet torn down in %v", time.Since(start).Round(time.Millisecond)) }()
-	defer k.lock.Close() // releases the flock
 	if k.d != nil {
 		if err := k.d.stop(20 * time.Second); err != nil {
 			t.Errorf("stop kubelet: %v", err)
