@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -363,4 +364,31 @@ func TestFloodIsolation(t *testing.T) {
 	if len(s.Samples("bad")) != 0 || s.Stats().Oversized == 0 {
 		t.Fatalf("bad: %d samples, stats %+v", len(s.Samples("bad")), s.Stats())
 	}
+}
+
+// A deep state dir plus a 64-character id (what podman and containerd use)
+// is longer than sun_path allows; the socket must still work.
+func TestLongSocketPath(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+	s, err := New(WithStateDir(deep), WithPIDCheck(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id := strings.Repeat("ab", 32)
+	ep, err := s.Register(Registration{ID: id})
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	if len(ep.Socket) < 108 {
+		t.Fatalf("path %d bytes: the test needs one over the limit", len(ep.Socket))
+	}
+	// Reach it the way the container does: through a short path to its
+	// directory (here a symlink; in a container, the bind mount).
+	short := filepath.Join(shortDir(t), "d")
+	if err := os.Symlink(ep.Dir, short); err != nil {
+		t.Fatal(err)
+	}
+	send(t, dial(t, filepath.Join(short, SocketName)), Message{Seq: 1, Current: 7, Peak: 7})
+	waitFor(t, "sample", func() bool { return len(s.Samples(id)) == 1 })
 }
