@@ -10,7 +10,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// proc is one shim process of a container, keyed by its host pid.
+// procKey identifies a shim process: its pid as the kernel reported it to
+// the agent (SCM_CREDENTIALS), or, when the sender's pid namespace is not
+// visible to the agent (credentials say 0), the pid the datagram claims,
+// kept in a separate key space.
+type procKey struct {
+	pid      int32
+	verified bool // pid came from the kernel, so the pid check may prune it
+}
+
+// proc is one shim process of a container.
 type proc struct {
 	cur, peak     uint64
 	seq           uint64
@@ -27,7 +36,7 @@ type container struct {
 
 	mu       sync.Mutex
 	ring     *ring
-	procs    map[int32]*proc
+	procs    map[procKey]*proc
 	shimCur  uint64 // sum of procs' cur
 	shimPeak uint64
 	allocs   uint64 // cumulative over every process, exited ones included
@@ -38,6 +47,9 @@ type container struct {
 	count    uint64
 	tokens   float64
 	refill   time.Time
+	// pidCheck: the agent could see the registered pid when it registered,
+	// so a vanished pid later means the container is gone.
+	pidCheck bool
 }
 
 func (c *container) endpoint() Endpoint {
@@ -184,9 +196,9 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 		s.st.malformed.Add(1)
 		return true
 	}
-	key := hostPID
-	if key == 0 {
-		key = int32(m.PID)
+	key := procKey{pid: hostPID, verified: true}
+	if hostPID == 0 {
+		key = procKey{pid: int32(m.PID)}
 	}
 	p := c.procs[key]
 	if p == nil {

@@ -31,9 +31,9 @@ func (s *Service) PollOnce(src MemorySource) {
 	seen := map[string]mem{}
 	for _, c := range s.snapshotContainers() {
 		c.mu.Lock()
-		reg := c.reg
+		reg, pidCheck := c.reg, c.pidCheck
 		c.mu.Unlock()
-		if s.cfg.pidAlive != nil && reg.PID > 0 && !s.cfg.pidAlive(reg.PID) {
+		if pidCheck && !s.cfg.pidAlive(reg.PID) {
 			if err := s.Deregister(reg.ID); err != nil {
 				s.cfg.log.WithError(err).WithField("container", reg.ID).Warn("telemetry: dropping exited container")
 			}
@@ -86,10 +86,10 @@ func (s *Service) pruneProcs(c *container) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for pid, p := range c.procs {
-		if pid > 0 && !s.cfg.pidAlive(int(pid)) {
+	for k, p := range c.procs {
+		if k.verified && k.pid > 0 && !s.cfg.pidAlive(int(k.pid)) {
 			c.shimCur -= p.cur
-			delete(c.procs, pid)
+			delete(c.procs, k)
 		}
 	}
 }

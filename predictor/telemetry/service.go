@@ -114,7 +114,10 @@ func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = 
 
 // WithPIDCheck sets how the poller decides a registered container's init
 // process is gone (then it deregisters it) and a shim process has exited
-// without saying so. nil disables both checks.
+// without saying so. nil disables both checks. The check only applies to
+// pids the agent could see when they first appeared, so an agent without
+// the host's pid namespace never drops live containers; it does need it
+// (hostPID) to collect containers whose poststop hook never reached it.
 func WithPIDCheck(alive func(pid int) bool) Option { return func(c *config) { c.pidAlive = alive } }
 
 // Stats counts what the Service accepted and dropped.
@@ -239,6 +242,7 @@ func (s *Service) Register(r Registration) (Endpoint, error) {
 	if c, ok := s.containers[r.ID]; ok {
 		c.mu.Lock()
 		c.reg = r.Clone()
+		c.pidCheck = s.pidVisible(r.PID)
 		c.mu.Unlock()
 		if err := writeRegistration(c.dir, r); err != nil {
 			return Endpoint{}, err
@@ -292,10 +296,15 @@ func (s *Service) open(r Registration) (*container, error) {
 	}
 	c := &container{
 		reg: r.Clone(), dir: dir, sock: sock, conn: conn, done: make(chan struct{}),
-		ring: newRing(s.cfg.ringSize), procs: map[int32]*proc{},
-		tokens: s.cfg.burst, refill: time.Now(),
+		ring: newRing(s.cfg.ringSize), procs: map[procKey]*proc{},
+		tokens: s.cfg.burst, refill: time.Now(), pidCheck: s.pidVisible(r.PID),
 	}
 	return c, nil
+}
+
+// pidVisible reports whether the pid check can be trusted for pid.
+func (s *Service) pidVisible(pid int) bool {
+	return s.cfg.pidAlive != nil && pid > 0 && s.cfg.pidAlive(pid)
 }
 
 // Deregister closes a container's socket and forgets its series.
@@ -329,9 +338,18 @@ func (s *Service) Restore() (int, error) {
 	}
 	n := 0
 	for _, e := range ents {
-		r, err := readRegistration(filepath.Join(root, e.Name()))
+		dir := filepath.Join(root, e.Name())
+		r, err := readRegistration(dir)
 		if err == nil && r.ID != e.Name() {
 			err = fmt.Errorf("registration id %q in directory %q", r.ID, e.Name())
+		}
+		if err == nil && s.cfg.pidAlive != nil && r.PID > 0 && !s.cfg.pidAlive(r.PID) {
+			// Gone while the agent was down (its poststop could not reach
+			// us): clean up instead of resurrecting it.
+			if rerr := os.RemoveAll(dir); rerr != nil {
+				s.cfg.log.WithError(rerr).WithField("container", r.ID).Warn("telemetry: removing exited container")
+			}
+			continue
 		}
 		if err == nil {
 			_, err = s.Register(r)

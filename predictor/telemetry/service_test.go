@@ -248,7 +248,7 @@ func (f fakeMem) InstanceMemory(u string) (uint64, uint64, error) {
 }
 
 func TestPollerAndExitedContainers(t *testing.T) {
-	alive := map[int]bool{10: true, 20: true}
+	alive := map[int]bool{10: true, 20: true, 30: true}
 	var mu sync.Mutex
 	s := newService(t, WithPIDCheck(func(pid int) bool { mu.Lock(); defer mu.Unlock(); return alive[pid] }))
 	for _, r := range []Registration{
@@ -256,17 +256,26 @@ func TestPollerAndExitedContainers(t *testing.T) {
 		{ID: "b", PID: 20, MIGUUIDs: []string{"MIG-1", "MIG-2"}},
 		{ID: "gone", PID: 30, MIGUUIDs: []string{"MIG-1"}},
 		{ID: "bad", PID: 10, MIGUUIDs: []string{"MIG-9"}},
+		// Invisible to the agent from the start (another pid namespace):
+		// never dropped by the pid check.
+		{ID: "unseen", PID: 99, MIGUUIDs: []string{"MIG-2"}},
 	} {
 		if _, err := s.Register(r); err != nil {
 			t.Fatal(err)
 		}
 	}
+	mu.Lock()
+	delete(alive, 30) // "gone" exits after registering
+	mu.Unlock()
 	mem := fakeMem{"MIG-1": {100, 1000}, "MIG-2": {50, 500}}
 	s.PollOnce(mem)
 	mem["MIG-1"] = [2]uint64{80, 1000}
 	s.PollOnce(mem)
 	if s.get("gone") != nil {
 		t.Error("container with dead pid still registered")
+	}
+	if s.get("unseen") == nil {
+		t.Error("container whose pid the agent never saw was dropped")
 	}
 	a := s.Samples("a")
 	if len(a) != 2 || a[1].UsedBytes != 80 || a[1].PeakBytes != 100 || a[1].Source != SourceNVML {
@@ -299,7 +308,17 @@ func TestRestoreRebindsSockets(t *testing.T) {
 	s1.Close()
 	// A stray directory must not stop the others.
 	os.MkdirAll(filepath.Join(dir, "containers", "junk"), 0o755)
-	s2, err := New(WithStateDir(dir), WithPIDCheck(nil))
+	// A container that exited while the agent was down is cleaned up, not
+	// resurrected.
+	s0, err := New(WithStateDir(dir), WithPIDCheck(func(int) bool { return true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s0.Register(Registration{ID: "exited", PID: 4}); err != nil {
+		t.Fatal(err)
+	}
+	s0.Close()
+	s2, err := New(WithStateDir(dir), WithPIDCheck(func(pid int) bool { return pid == 3 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +326,9 @@ func TestRestoreRebindsSockets(t *testing.T) {
 	n, err := s2.Restore()
 	if err != nil || n != 1 {
 		t.Fatalf("Restore = %d, %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "containers", "exited")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("exited container's directory survived Restore: %v", err)
 	}
 	c := dial(t, ep.Socket)
 	send(t, c, Message{Seq: 1, Current: 42, Peak: 42})
@@ -391,4 +413,22 @@ func TestLongSocketPath(t *testing.T) {
 	}
 	send(t, dial(t, filepath.Join(short, SocketName)), Message{Seq: 1, Current: 7, Peak: 7})
 	waitFor(t, "sample", func() bool { return len(s.Samples(id)) == 1 })
+}
+
+// Only processes whose pid the kernel vouched for are pruned when that pid
+// is gone; a pid the datagram merely claims is from another namespace and
+// means nothing to the agent's kill(pid, 0).
+func TestPruneOnlyVerifiedProcesses(t *testing.T) {
+	s := newService(t, WithPIDCheck(func(pid int) bool { return pid == 1 }))
+	if _, err := s.Register(Registration{ID: "c", PID: 1, MIGUUIDs: []string{"MIG-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	c := s.get("c")
+	b := func(m Message) []byte { return Encode(make([]byte, WireSize), m) }
+	s.ingest(c, 0, b(Message{PID: 5, Seq: 1, Current: 10, Peak: 10}), false)  // unverified
+	s.ingest(c, 77, b(Message{PID: 6, Seq: 1, Current: 20, Peak: 20}), false) // verified, dead
+	s.PollOnce(fakeMem{"MIG-1": {1, 2}})
+	if top := s.Top().Containers[0]; top.Processes != 1 || top.ShimBytes != 10 {
+		t.Fatalf("after prune: %+v", top)
+	}
 }
