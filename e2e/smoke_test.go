@@ -128,10 +128,31 @@ func TestSmokeKubelet(t *testing.T) {
 	writeSmokeSpec(t, "")
 	plugin := startSmokePlugin(t, smokeKind, smokeDevice)
 
-	k.WriteStaticPod(t, "smoke", fmt.Sprintf(`apiVersion: v1
+	runSmokeStaticPod(t, k, "smoke")
+	if n := plugin.allocated(); n != 1 {
+		t.Errorf("plugin Allocate called %d times, want 1", n)
+	}
+	k.RemoveStaticPod(t, "smoke")
+	k.WaitPodGone(t, "smoke", 60*time.Second)
+
+	// After a restart the kubelet has a new kubelet.sock and has wiped the
+	// plugin directory: a plugin that registers again serves a new pod.
+	k.Restart(t)
+	plugin = startSmokePlugin(t, smokeKind, smokeDevice)
+	runSmokeStaticPod(t, k, "smoke2")
+	if n := plugin.allocated(); n != 1 {
+		t.Errorf("plugin Allocate after restart called %d times, want 1", n)
+	}
+}
+
+// runSmokeStaticPod runs a static pod requesting the smoke device and checks
+// what its container saw.
+func runSmokeStaticPod(t *testing.T, k *harness.Kubelet, name string) {
+	t.Helper()
+	k.WriteStaticPod(t, name, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
-  name: smoke
+  name: %s
   namespace: default
 spec:
   hostNetwork: true
@@ -144,23 +165,17 @@ spec:
     resources:
       limits:
         %s: 1
-`, harness.BusyboxImageName, smokeScript+"; sleep 600", smokeKind))
-	k.WaitPodRunning(t, "smoke", 60*time.Second)
+`, name, harness.BusyboxImageName, smokeScript+"; sleep 600", smokeKind))
+	k.WaitPodRunning(t, name, 60*time.Second)
 	var out string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if out = k.ContainerLog(t, "smoke", "main"); strings.Contains(out, "No such device") {
+		if out = k.ContainerLog(t, name, "main"); strings.Contains(out, "No such device") {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	checkSmokeOutput(t, out)
-	if n := plugin.allocated(); n != 1 {
-		t.Errorf("plugin Allocate called %d times, want 1", n)
-	}
-
-	k.RemoveStaticPod(t, "smoke")
-	k.WaitPodGone(t, "smoke", 60*time.Second)
 }
 
 func TestSmokeCluster(t *testing.T) {

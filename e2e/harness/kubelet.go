@@ -161,6 +161,12 @@ volumePluginDir: %q
 func (k *Kubelet) start(t testing.TB) {
 	t.Helper()
 	start := time.Now()
+	// On a restart the old kubelet.sock may still be there: wait for a new one.
+	// (Inodes are reused at once, so compare the change time too.)
+	var old *syscall.Stat_t
+	if fi, err := os.Stat(KubeletSocket); err == nil {
+		old = fi.Sys().(*syscall.Stat_t)
+	}
 	args := []string{"--config", k.ConfigPath, "--root-dir", k.RootDir, "--cert-dir", filepath.Join(k.Dir, "pki"),
 		"--hostname-override", k.NodeName, "--v=2"}
 	if k.Kubeconfig != "" {
@@ -176,7 +182,10 @@ func (k *Kubelet) start(t testing.TB) {
 		if d.exited() {
 			t.Fatalf("kubelet exited during start-up: %v\n%s", d.err, tail(k.logPath, 40))
 		}
-		_, sockErr := os.Stat(KubeletSocket)
+		fi, sockErr := os.Stat(KubeletSocket)
+		if st, ok := statOf(fi); sockErr == nil && ok && old != nil && st.Ino == old.Ino && st.Ctim == old.Ctim {
+			sockErr = fmt.Errorf("%s not recreated yet", KubeletSocket)
+		}
 		_, podsErr := k.Pods()
 		if sockErr == nil && podsErr == nil {
 			break
@@ -187,6 +196,14 @@ func (k *Kubelet) start(t testing.TB) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("kubelet ready in %v: root %s, log %s", time.Since(start).Round(time.Millisecond), k.RootDir, k.logPath)
+}
+
+func statOf(fi os.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // Restart stops the kubelet (SIGTERM) and starts it again with the same
