@@ -226,12 +226,15 @@ func (e *engine) setupStatic(jobs []Job) error {
 	if err != nil {
 		return err
 	}
-	var need uint64
+	// Every job must find an instance holding both its first request and
+	// its peak; restarts then only ask for sizes up to the one holding the
+	// peak, which the layout has.
 	for i := range jobs {
-		need = max(need, jobs[i].Mem.Peak)
-	}
-	if st.largest() < need {
-		return infeasibleError{fmt.Sprintf("layout %s: largest instance %.1f GiB cannot hold a %.1f GiB job", l.Name, gib(st.largest()), gib(need))}
+		need := max(jobs[i].Mem.Peak, e.initialProfile(&jobs[i]).Memory)
+		if st.largest() < need {
+			return infeasibleError{fmt.Sprintf("layout %s: largest instance %.1f GiB cannot hold job %s (%.1f GiB)",
+				l.Name, gib(st.largest()), jobs[i].ID, gib(need))}
+		}
 	}
 	// The layout is applied before the first job, but on the same
 	// serialised NVML queue: the first jobs wait for it.

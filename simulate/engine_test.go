@@ -3,6 +3,7 @@ package simulate
 import (
 	"math"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -348,5 +349,19 @@ func TestStaticLayoutCreatesQueue(t *testing.T) {
 		if want := float64(i+1) * NVMLCost(1, m.Slices); math.Abs(s-want) > 1e-9 {
 			t.Errorf("run %d started at %v, want %v", i, s, want)
 		}
+	}
+}
+
+// A job that asks for a 2g by name cannot run on an all-1g layout even
+// though its memory would fit a 1g: the layout is refused up front, and the
+// best-of choice skips it.
+func TestStaticHonoursNamedRequests(t *testing.T) {
+	jobs := []Job{{ID: "two", FullRuntime: 100, Mem: Fixed(2 * GiB), Profile: "2g.10gb"}}
+	if _, err := Run(jobs, Config{Nodes: 1, GPUsPerNode: 1}, policy(t, "static:all-1g")); err == nil || !strings.Contains(err.Error(), "cannot hold job two") {
+		t.Errorf("all-1g for a 2g request: %v", err)
+	}
+	r := simRun(t, jobs, Config{Nodes: 1, GPUsPerNode: 1, Check: true}, policy(t, "static"))
+	if len(r.Runs) != 1 || r.Runs[0].Profile == "1g.5gb" {
+		t.Errorf("best static layout ran %+v", r.Runs)
 	}
 }
