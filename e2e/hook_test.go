@@ -197,13 +197,8 @@ func (e *hookEnv) writeSpec(t *testing.T, dir string) string {
 	t.Helper()
 	e.logFile = filepath.Join(t.TempDir(), "hook.log")
 	ed := hook.CDIEdits(hook.EditsConfig{HookPath: e.hookBin, ShimPath: e.art.Shim, AgentSocket: e.sock, LogFile: e.logFile})
-	edits := cdispecs.ContainerEdits{Env: append([]string{"NVIDIA_VISIBLE_DEVICES=" + hookMIG}, ed.Env...)}
-	for _, m := range ed.Mounts {
-		edits.Mounts = append(edits.Mounts, &cdispecs.Mount{HostPath: m.HostPath, ContainerPath: m.ContainerPath, Options: m.Options})
-	}
-	for _, h := range ed.Hooks {
-		edits.Hooks = append(edits.Hooks, &cdispecs.Hook{HookName: h.Stage, Path: h.Path, Args: h.Args, Env: h.Env})
-	}
+	edits := ed.ContainerEdits()
+	edits.Env = append([]string{"NVIDIA_VISIBLE_DEVICES=" + hookMIG}, edits.Env...)
 	harness.WriteCDISpec(t, dir, &cdispecs.Spec{
 		Version: "0.5.0", Kind: hookKind,
 		Devices: []cdispecs.Device{{Name: "i0", ContainerEdits: edits}},

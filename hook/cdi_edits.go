@@ -1,6 +1,10 @@
 package hook
 
-import "strconv"
+import (
+	"strconv"
+
+	cdispecs "tags.cncf.io/container-device-interface/specs-go"
+)
 
 // What every MIG instance's CDI spec must carry for telemetry, as plain data
 // so the CDI writer (cdi/) copies it in without importing CDI types here.
@@ -99,3 +103,21 @@ func CDIEdits(c EditsConfig) Edits {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// ContainerEdits converts e to the CDI spec type, ready for the cdi
+// package's WithExtraEdits. (specs-go has no dependencies, so this costs the
+// static hook binary nothing.)
+func (e Edits) ContainerEdits() cdispecs.ContainerEdits {
+	out := cdispecs.ContainerEdits{Env: append([]string(nil), e.Env...)}
+	for _, m := range e.Mounts {
+		out.Mounts = append(out.Mounts, &cdispecs.Mount{
+			HostPath: m.HostPath, ContainerPath: m.ContainerPath, Options: append([]string(nil), m.Options...),
+		})
+	}
+	for _, h := range e.Hooks {
+		out.Hooks = append(out.Hooks, &cdispecs.Hook{
+			HookName: h.Stage, Path: h.Path, Args: append([]string(nil), h.Args...), Env: append([]string{}, h.Env...),
+		})
+	}
+	return out
+}

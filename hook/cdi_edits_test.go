@@ -28,3 +28,19 @@ func TestCDIEdits(t *testing.T) {
 		t.Errorf("defaults %+v", d)
 	}
 }
+
+func TestContainerEdits(t *testing.T) {
+	e := CDIEdits(EditsConfig{})
+	c := e.ContainerEdits()
+	if !slices.Equal(c.Env, e.Env) || len(c.Mounts) != 1 || c.Mounts[0].ContainerPath != ContainerShim || len(c.Hooks) != 2 {
+		t.Fatalf("ContainerEdits = %+v", c)
+	}
+	if c.Hooks[0].HookName != "createRuntime" || c.Hooks[1].HookName != "poststop" || c.Hooks[0].Env == nil || !slices.Equal(c.Hooks[0].Args, e.Hooks[0].Args) {
+		t.Errorf("hooks %+v %+v", c.Hooks[0], c.Hooks[1])
+	}
+	// The result is a copy: changing it leaves e alone.
+	c.Mounts[0].Options[0] = "rw"
+	if e.Mounts[0].Options[0] != "ro" {
+		t.Error("ContainerEdits shares slices with Edits")
+	}
+}
