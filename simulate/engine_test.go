@@ -8,17 +8,19 @@ import (
 )
 
 func TestSameSeedSameResult(t *testing.T) {
-	jobs := mix(t, "llm", 60, 7)
-	again := mix(t, "llm", 60, 7)
-	other := mix(t, "llm", 60, 8)
-	for _, pol := range Policies() {
-		a := simRun(t, jobs, Config{Seed: 3}, pol)
-		b := simRun(t, again, Config{Seed: 3}, pol)
-		if !same(a, b) {
-			t.Errorf("%s: two runs from the same seed differ:\n%+v\n%+v", pol.Name, a, b)
-		}
-		if c := simRun(t, other, Config{Seed: 3}, pol); same(a, c) {
-			t.Errorf("%s: a different workload seed gave the same result", pol.Name)
+	for _, name := range []string{"llm", "pcie"} {
+		jobs := mix(t, name, 60, 7)
+		again := mix(t, name, 60, 7)
+		other := mix(t, name, 60, 8)
+		for _, pol := range Policies() {
+			a := simRun(t, jobs, Config{Seed: 3}, pol)
+			b := simRun(t, again, Config{Seed: 3}, pol)
+			if !same(a, b) {
+				t.Errorf("%s %s: two runs from the same seed differ:\n%+v\n%+v", name, pol.Name, a, b)
+			}
+			if c := simRun(t, other, Config{Seed: 3}, pol); same(a, c) {
+				t.Errorf("%s %s: a different workload seed gave the same result", name, pol.Name)
+			}
 		}
 	}
 }
