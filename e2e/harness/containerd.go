@@ -65,6 +65,7 @@ func StartContainerd(t testing.TB, opts ...ContainerdOption) *Containerd {
 	}
 	bin := Bin(t, "containerd")
 	Bin(t, "containerd-shim-runc-v2")
+	sweepStaleContainerd(t)
 
 	dir := tempDir(t, "containerd")
 	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), RuncRoot: filepath.Join(dir, "runc"),

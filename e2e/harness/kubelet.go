@@ -85,6 +85,7 @@ func StartKubelet(t testing.TB, opts KubeletOptions) *Kubelet {
 	bin := Bin(t, "kubelet")
 	lock := lockFile(t, kubeletLock)
 	t.Cleanup(func() { lock.Close() }) // releases the flock, after k.cleanup
+	sweepStaleKubelet(t)
 
 	dir := tempDir(t, "kubelet")
 	k := &Kubelet{
@@ -107,6 +108,9 @@ func StartKubelet(t testing.TB, opts KubeletOptions) *Kubelet {
 		t.Fatalf("write kubelet config: %v", err)
 	}
 	k.recordSideEffects()
+	if err := saveKubeletSysctls(k.sysctls); err != nil {
+		t.Fatalf("save sysctls: %v", err)
+	}
 	t.Cleanup(func() { k.cleanup(t) })
 
 	if err := clearDir(DevicePluginDir); err != nil {
@@ -264,6 +268,7 @@ func (k *Kubelet) cleanup(t testing.TB) {
 			t.Errorf("restore sysctl %s=%s: %v", s, v, err)
 		}
 	}
+	os.Remove(kubeletSysctlFile)
 	if err := unmountUnder(k.Dir); err != nil {
 		t.Errorf("unmount under %s: %v", k.Dir, err)
 	}

@@ -27,8 +27,9 @@ func startDaemon(name, logPath string, env []string, bin string, args ...string)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	// Own process group, so a Ctrl-C of `go test` reaches us first and we
-	// stop the daemon in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// stop the daemon in order; and killed with us if the test binary dies
+	// without cleaning up (a -timeout panic), so no daemon outlives it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
