@@ -67,7 +67,7 @@ type Kubelet struct {
 }
 
 // StartKubelet starts a standalone kubelet per docs/e2e.md and waits until
-// it serves https://127.0.0.1:10250 and has created KubeletSocket. Before
+// it serves https://<Address>:10250 and has created KubeletSocket. Before
 // starting it clears DevicePluginDir (a stale kubelet.sock makes plugins
 // race) and imports the pause image into the "k8s.io" namespace. Cleanup
 // stops it, removes its pods' containers, and undoes its side effects: the
