@@ -1,0 +1,255 @@
+package demand
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+)
+
+// Reserved counts, by profile, the idle instances already spoken for by this
+// node's claims. A Provisioner must not destroy those to make room.
+type Reserved map[string]int
+
+// Provisioner is the node's partitioner as the demand source sees it.
+type Provisioner interface {
+	// CanFit reports, without side effects, whether the node could make one
+	// more instance of profile now: in free space, or in the space of idle
+	// instances beyond those keep reserves.
+	CanFit(profile string, keep Reserved) bool
+	// Provision makes one more idle instance of profile, destroying only
+	// idle instances beyond those keep reserves, or fails.
+	Provision(ctx context.Context, profile string, keep Reserved) error
+	// IdleCount counts the complete, idle instances of profile.
+	IdleCount(profile string) int
+}
+
+// Config configures a Source.
+type Config struct {
+	// Client talks to the API server.
+	Client kubernetes.Interface
+	// NodeName is this node's name as the API server knows it.
+	NodeName string
+	// Domain prefixes MIG resource names: <Domain>/mig-<profile>.
+	Domain string
+	// Resources maps each resource this node can provide to its profile,
+	// e.g. "nvidia.com/mig-1g.10gb.me" -> "1g.10gb+me". A pod that asks for
+	// a <Domain>/mig-* resource outside this map is left to other nodes.
+	Resources map[corev1.ResourceName]string
+	// Provisioner makes the instances.
+	Provisioner Provisioner
+	Logger      logrus.FieldLogger
+
+	// ClaimTimeout: a claim not provisioned within it may be taken over
+	// (default 1 min).
+	ClaimTimeout time.Duration
+	// ScheduleTimeout: a provisioned claim whose pod is still pending after
+	// it may be taken over (default 3 min); the claimer itself gives it up.
+	ScheduleTimeout time.Duration
+	// Backoff is how long a node leaves a pod alone after giving it up
+	// (default 30 s).
+	Backoff time.Duration
+	// Resync is the period of a full pass besides the watch events, for
+	// timeouts and for instances freed on the node (default 5 s).
+	Resync time.Duration
+	// Events, when true, records Kubernetes Events on the pods (needs
+	// create on events; failures are only logged).
+	Events bool
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Source watches pending pods and provisions for the ones it claims.
+type Source struct {
+	cfg      Config
+	log      logrus.FieldLogger
+	recorder record.EventRecorder
+
+	store cache.Store
+	kick  chan struct{}
+
+	mu      sync.Mutex
+	backoff map[types.UID]time.Time
+	// latest holds pods this source patched, until the watch catches up:
+	// by UID, the resourceVersions it patched from and the answer.
+	latest map[types.UID]patched
+}
+
+type patched struct {
+	older map[string]bool // resourceVersions this source patched away from
+	pod   *corev1.Pod
+}
+
+// New checks cfg and returns a Source ready to Run.
+func New(cfg Config) (*Source, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, errors.New("demand: no API client")
+	case cfg.NodeName == "":
+		return nil, errors.New("demand: no node name")
+	case cfg.Provisioner == nil:
+		return nil, errors.New("demand: no provisioner")
+	case cfg.Domain == "":
+		return nil, errors.New("demand: no resource domain")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.ClaimTimeout, time.Minute)
+	def(&cfg.ScheduleTimeout, 3*time.Minute)
+	def(&cfg.Backoff, 30*time.Second)
+	def(&cfg.Resync, 5*time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Source{cfg: cfg, log: cfg.Logger.WithFields(logrus.Fields{"component": "demand", "node": cfg.NodeName}),
+		kick: make(chan struct{}, 1), backoff: map[types.UID]time.Time{}, latest: map[types.UID]patched{}}
+	return s, nil
+}
+
+// PendingSelector is the field selector of the watch: pods without a node
+// that are still pending.
+const PendingSelector = "spec.nodeName=,status.phase=Pending"
+
+// Run watches and provisions until ctx ends.
+func (s *Source) Run(ctx context.Context) error {
+	if s.cfg.Events {
+		b := record.NewBroadcaster(record.WithContext(ctx))
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.cfg.Client.CoreV1().Events("")})
+		defer b.Shutdown()
+		s.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "migpro-agent", Host: s.cfg.NodeName})
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = PendingSelector }))
+	inf := factory.Core().V1().Pods().Informer()
+	if err := inf.SetTransform(stripManagedFields); err != nil {
+		return fmt.Errorf("demand: pod informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.trigger() },
+		UpdateFunc: func(any, any) { s.trigger() },
+		DeleteFunc: func(any) { s.trigger() },
+	}); err != nil {
+		return fmt.Errorf("demand: pod informer: %w", err)
+	}
+	s.store = inf.GetStore()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return ctx.Err()
+	}
+	s.log.WithFields(logrus.Fields{"resources": len(s.cfg.Resources), "claimTimeout": s.cfg.ClaimTimeout,
+		"scheduleTimeout": s.cfg.ScheduleTimeout}).Info("watching pending pods for MIG demand")
+	t := time.NewTicker(s.cfg.Resync)
+	defer t.Stop()
+	for {
+		s.Reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.kick:
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Source) trigger() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// stripManagedFields keeps the cache small: the source never reads them.
+func stripManagedFields(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+	return obj, nil
+}
+
+// pods returns the cached pods, each replaced by this source's own newer
+// copy while the watch has not caught up with a patch.
+func (s *Source) pods() []*corev1.Pod {
+	if s.store == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*corev1.Pod
+	seen := map[types.UID]bool{}
+	for _, obj := range s.store.List() {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		seen[pod.UID] = true
+		if p, ok := s.latest[pod.UID]; ok {
+			if p.older[pod.ResourceVersion] {
+				pod = p.pod
+			} else {
+				delete(s.latest, pod.UID)
+			}
+		}
+		out = append(out, pod)
+	}
+	for uid := range s.latest {
+		if !seen[uid] {
+			delete(s.latest, uid)
+		}
+	}
+	for uid := range s.backoff {
+		if !seen[uid] {
+			delete(s.backoff, uid)
+		}
+	}
+	return out
+}
+
+func (s *Source) remember(from, to *corev1.Pod) {
+	s.mu.Lock()
+	p, ok := s.latest[to.UID]
+	if !ok {
+		p.older = map[string]bool{}
+	}
+	p.older[from.ResourceVersion] = true
+	p.pod = to
+	s.latest[to.UID] = p
+	s.mu.Unlock()
+}
+
+func (s *Source) backOff(pod *corev1.Pod, until time.Time) {
+	s.mu.Lock()
+	s.backoff[pod.UID] = until
+	s.mu.Unlock()
+}
+
+func (s *Source) backingOff(pod *corev1.Pod, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until, ok := s.backoff[pod.UID]
+	return ok && now.Before(until)
+}
+
+func (s *Source) event(pod *corev1.Pod, kind, reason, format string, args ...any) {
+	if s.recorder != nil {
+		s.recorder.Eventf(pod, kind, reason, format, args...)
+	}
+}
