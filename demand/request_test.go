@@ -28,10 +28,10 @@ func TestPodNeed(t *testing.T) {
 	sidecar := ctr(nil, map[string]int64{"nvidia.com/mig-1g.5gb": 1})
 	sidecar.RestartPolicy = &always
 	cases := []struct {
-		name     string
-		spec     corev1.PodSpec
-		need     Need
-		foreign  []string
+		name    string
+		spec    corev1.PodSpec
+		need    Need
+		foreign []string
 	}{
 		{"limits only", corev1.PodSpec{Containers: []corev1.Container{ctr(nil, map[string]int64{"nvidia.com/mig-1g.5gb": 2})}},
 			Need{"1g.5gb": 2}, nil},
