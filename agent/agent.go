@@ -145,7 +145,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.node.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 4)
+	errs := make(chan error, 8) // one per goroutine started below, so none blocks
 	var wg sync.WaitGroup
 	start := func(name string, f func(context.Context) error) {
 		wg.Add(1)
@@ -155,6 +155,10 @@ func (a *Agent) Run(ctx context.Context) error {
 				errs <- fmt.Errorf("%s: %w", name, err)
 			}
 		}()
+	}
+	src, err := a.clusterDemand()
+	if err != nil {
+		return err
 	}
 	api, err := a.listenAPI()
 	if err != nil {
@@ -174,6 +178,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		start("telemetry", a.watch.run)
 	}
 	start("maintenance", a.maintain)
+	if src != nil {
+		start("cluster demand", src.Run)
+	}
 	a.log.WithFields(logrus.Fields{"socket": a.cfg.Socket, "gpus": len(a.node.Devices()), "profiles": a.part.Profiles()}).Info("migpro agent running")
 	var runErr error
 	select {

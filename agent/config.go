@@ -36,6 +36,11 @@ type Config struct {
 	// PodResourcesSocket is the kubelet's PodResources API; empty turns use
 	// tracking through the kubelet off.
 	PodResourcesSocket string
+	// Kubeconfig and NodeName turn the cluster demand source on (see
+	// cluster.go): an empty Kubeconfig means in-cluster config when
+	// KUBERNETES_SERVICE_HOST is set, otherwise off.
+	Kubeconfig string
+	NodeName   string
 
 	// Policy is the placement policy: reachability or first-fit.
 	Policy string

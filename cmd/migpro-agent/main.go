@@ -35,6 +35,8 @@ func run(args []string) error {
 	fs.StringVar(&cfg.CDIKind, "cdi-kind", "migpro.dev/mig", "CDI kind of the instances")
 	fs.StringVar(&cfg.PluginDir, "plugin-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugin directory; empty disables the plugins")
 	fs.StringVar(&cfg.Domain, "domain", "nvidia.com", "resource name domain: <domain>/mig-<profile>")
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server, for the cluster demand source (default: in-cluster config when KUBERNETES_SERVICE_HOST is set, else off)")
+	fs.StringVar(&cfg.NodeName, "node-name", defaultNodeName(), "this node's name in the cluster (default: $NODE_NAME, then the hostname)")
 	podRes := fs.String("pod-resources", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet PodResources socket; empty disables use tracking")
 	fs.StringVar(&cfg.Policy, "policy", "reachability", "placement policy: reachability or first-fit")
 	counted := fs.String("counted", "", "comma-separated profiles that reachability counts (default all)")
@@ -77,4 +79,18 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	return a.Run(ctx)
+}
+
+// defaultNodeName is $NODE_NAME (set from the downward API in the
+// DaemonSet), else the hostname, which is what the kubelet registers by
+// default.
+func defaultNodeName() string {
+	if n := os.Getenv("NODE_NAME"); n != "" {
+		return n
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(h)
 }
