@@ -1,6 +1,6 @@
 // Package harness starts and stops the real container engines the e2e tests
-// drive: podman, a private containerd and a standalone kubelet, all set up by
-// `make e2e-deps` (docs/e2e.md). Every helper takes a testing.TB, fails the
+// drive: podman, a private containerd, a kubelet (standalone or joined to a
+// one-node control plane), all set up by `make e2e-deps` (docs/e2e.md). Every helper takes a testing.TB, fails the
 // test with context when something is missing or broken, and undoes what it
 // did with t.Cleanup. Tests that use it carry the `e2e` build tag and run as
 // root.
@@ -34,7 +34,7 @@
 //	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c})
 //	c.ImportArchive(t, "k8s.io", harness.BusyboxImage(t))
 //	k.WriteStaticPod(t, "p1", manifestYAML)   // atomic; pod shows as k.PodName("p1")
-//	k.WaitPodRunning(t, "p1", time.Minute)    // corev1.Pod from https://127.0.0.1:10250/pods
+//	k.WaitPodRunning(t, "p1", time.Minute)    // corev1.Pod from https://<k.Address>:10250/pods
 //	k.ContainerLog(t, "p1", "main")           // what the container printed
 //	k.RemoveStaticPod(t, "p1"); k.WaitPodGone(t, "p1", time.Minute)
 //	k.Restart(t)                              // kubelet.sock is recreated
