@@ -82,7 +82,9 @@ func (s *Source) Reconcile(ctx context.Context) {
 	})
 	node, err := s.cfg.Client.CoreV1().Nodes().Get(ctx, s.cfg.NodeName, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		s.log.WithError(err).Warn("read this node; skipping the pass")
+		if ctx.Err() == nil {
+			s.log.WithError(err).Warn("read this node; skipping the pass")
+		}
 		return
 	}
 	if err != nil {
