@@ -34,7 +34,12 @@ type container struct {
 	conn *net.UnixConn
 	done chan struct{}
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// Delivery order for OnSample; see publish.
+	pubMu    sync.Mutex
+	pubCond  *sync.Cond
+	pubNext  uint64 // guarded by mu
+	pubDone  uint64 // guarded by pubMu
 	ring     *ring
 	procs    map[procKey]*proc
 	shimCur  uint64 // sum of procs' cur
@@ -234,11 +239,30 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 	smp := Sample{At: at, UsedBytes: c.shimCur, PeakBytes: c.shimPeak, RequestedBytes: c.shimCur, Source: SourceShim}
 	c.ring.push(smp)
 	c.count++
-	id := c.reg.ID
-	c.mu.Unlock()
 	s.st.accepted.Add(1)
-	s.publish(id, smp)
+	c.publish(s, smp)
 	return true
+}
+
+// publish hands smp to the subscribers in ring order. Called with c.mu
+// held, which it releases. Each sample takes a ticket under c.mu and waits
+// for its turn without holding c.mu, so the shim reader and the poller
+// deliver one at a time and in ring order, and a subscriber may still call
+// Samples.
+func (c *container) publish(s *Service, smp Sample) {
+	id, ticket := c.reg.ID, c.pubNext
+	c.pubNext++
+	c.mu.Unlock()
+	c.pubMu.Lock()
+	for c.pubDone != ticket {
+		c.pubCond.Wait()
+	}
+	c.pubMu.Unlock()
+	s.publish(id, smp)
+	c.pubMu.Lock()
+	c.pubDone++
+	c.pubCond.Broadcast()
+	c.pubMu.Unlock()
 }
 
 // procAlive is the default pid check.

@@ -72,9 +72,7 @@ func (s *Service) recordNVML(c *container, used, total uint64) {
 	smp := Sample{At: s.cfg.now(), UsedBytes: used, PeakBytes: c.nvmlPeak, Source: SourceNVML}
 	c.ring.push(smp)
 	c.count++
-	id := c.reg.ID
-	c.mu.Unlock()
-	s.publish(id, smp)
+	c.publish(s, smp)
 }
 
 // pruneProcs forgets shim processes that died without their exit sample

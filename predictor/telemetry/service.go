@@ -37,7 +37,9 @@ type Series interface {
 	// Samples copies the container's ring, oldest first; nil if unknown.
 	Samples(containerID string) []Sample
 	// OnSample subscribes fn to every new sample of every container. fn runs
-	// on the ingest path and must not block.
+	// on the ingest path and must not block. It may run concurrently for
+	// different containers; for one container, samples arrive one at a time
+	// and in the order Samples lists them.
 	OnSample(fn func(containerID string, s Sample))
 }
 
@@ -299,6 +301,7 @@ func (s *Service) open(r Registration) (*container, error) {
 		ring: newRing(s.cfg.ringSize), procs: map[procKey]*proc{},
 		tokens: s.cfg.burst, refill: time.Now(), pidCheck: s.pidVisible(r.PID),
 	}
+	c.pubCond = sync.NewCond(&c.pubMu)
 	return c, nil
 }
 

@@ -432,3 +432,51 @@ func TestPruneOnlyVerifiedProcesses(t *testing.T) {
 		t.Fatalf("after prune: %+v", top)
 	}
 }
+
+// For one container, OnSample sees samples one at a time and in ring order,
+// even with the shim reader and the poller both producing; a subscriber may
+// call Samples.
+func TestOnSampleOrderedPerContainer(t *testing.T) {
+	s := newService(t, WithRate(1e6, 1e6))
+	ep, err := s.Register(Registration{ID: "c", MIGUUIDs: []string{"MIG-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var fed []Sample
+	inside := 0
+	s.OnSample(func(id string, smp Sample) {
+		mu.Lock()
+		inside++
+		if inside != 1 {
+			t.Errorf("concurrent delivery for one container")
+		}
+		mu.Unlock()
+		_ = s.Samples(id) // must not deadlock
+		mu.Lock()
+		fed = append(fed, smp)
+		inside--
+		mu.Unlock()
+	})
+	conn := dial(t, ep.Socket)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			s.PollOnce(fakeMem{"MIG-1": {1, 2}})
+		}
+	}()
+	for i := 1; i <= 500; i++ {
+		send(t, conn, Message{Seq: uint64(i), Current: uint64(i), Peak: uint64(i)})
+	}
+	<-done
+	waitFor(t, "all samples", func() bool { mu.Lock(); defer mu.Unlock(); return len(fed) == 700 })
+	ring := s.Samples("c")
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range ring {
+		if ring[i] != fed[i] {
+			t.Fatalf("delivery %d = %+v, ring has %+v", i, fed[i], ring[i])
+		}
+	}
+}
