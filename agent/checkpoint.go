@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/migpro/migpro/internal/atomicfile"
 )
 
 // checkpointVersion changes when the file's meaning changes incompatibly.
@@ -29,9 +31,8 @@ type Holder struct {
 	Since   time.Time `json:"since"`
 }
 
-// checkpointStore writes the checkpoint atomically: a temp file in the same
-// directory, fsync, rename, fsync of the directory. A crash leaves either the
-// old file or the new one, never a torn one.
+// checkpointStore writes the checkpoint atomically and durably: a crash
+// leaves either the old file or the new one, never a torn one.
 type checkpointStore struct {
 	path string
 	mu   sync.Mutex
@@ -41,7 +42,9 @@ func newCheckpointStore(dir string) (*checkpointStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory %s: %w", dir, err)
 	}
-	return &checkpointStore{path: filepath.Join(dir, "checkpoint.json")}, nil
+	path := filepath.Join(dir, "checkpoint.json")
+	atomicfile.RemoveStaleTemps(path)
+	return &checkpointStore{path: path}, nil
 }
 
 // Load reads the checkpoint; a missing file is an empty checkpoint.
@@ -78,29 +81,8 @@ func (c *checkpointStore) Save(cp Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(c.path)
-	tmp, err := os.CreateTemp(dir, ".checkpoint-*.tmp")
-	if err != nil {
+	if err := atomicfile.WriteFile(c.path, b, 0o600, atomicfile.Options{Durable: true}); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), c.path); err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -1,10 +1,11 @@
 package cdi
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/migpro/migpro/internal/atomicfile"
 )
 
 // The CDI library's own Cache.WriteSpec also renames a temp file into place,
@@ -28,49 +29,12 @@ const specFileMode = 0o644
 // writeFileAtomic writes data to dir/name through a temp file in dir. check
 // runs on the complete temp file before the rename; if it fails, nothing is
 // left behind.
-func writeFileAtomic(dir, name string, data []byte, durable bool, check func(path string) error) (err error) {
-	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("create temp spec in %s: %w", dir, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err == nil {
-		if err = tmp.Chmod(specFileMode); err == nil && durable {
-			err = tmp.Sync()
-		}
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write temp spec %s: %w", tmp.Name(), err)
-	}
-	if check != nil {
-		if err = check(tmp.Name()); err != nil {
-			return err
-		}
-	}
-	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("install spec %s: %w", name, err)
-	}
-	if durable {
-		syncDir(dir)
-	}
-	return nil
+func writeFileAtomic(dir, name string, data []byte, durable bool, check func(path string) error) error {
+	return atomicfile.WriteFile(filepath.Join(dir, name), data, specFileMode, atomicfile.Options{Durable: durable, Check: check})
 }
 
-// syncDir makes a rename or removal in dir durable. Failure only weakens
-// durability, not atomicity, so it is ignored.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-}
+// syncDir makes a rename or removal in dir durable.
+func syncDir(dir string) { atomicfile.SyncDir(dir) }
 
 // removeStaleTemps deletes the temp files a crashed writer left in dir for
 // final names starting with prefix.

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/migpro/migpro/internal/atomicfile"
 )
 
 // History remembers the largest memory peak seen per workload key (for
@@ -108,37 +109,14 @@ func (h *History) evict() {
 	}
 }
 
-// save writes a temporary file in the same directory, syncs it and renames
-// it over the store: rename within a directory is atomic on POSIX.
+// save replaces the store atomically and durably.
 func (h *History) save() error {
 	b, err := json.MarshalIndent(h.data, "", "  ")
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
-	dir := filepath.Dir(h.path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(h.path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(h.path, append(b, '\n'), 0o600, atomicfile.Options{Durable: true}); err != nil {
 		return fmt.Errorf("history: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("history: write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("history: sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("history: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), h.path); err != nil {
-		return fmt.Errorf("history: %w", err)
-	}
-	// Make the rename itself durable.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

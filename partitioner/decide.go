@@ -49,12 +49,7 @@ func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
 	var best *Instance
 	var bestScore, bestBefore int
 	for _, s := range p.slots {
-		idle := map[int]bool{}
-		for key, r := range s.records {
-			if r.State == Idle {
-				idle[key] = true
-			}
-		}
+		idle := s.idleKeys()
 		committed := s.state(idle)
 		for key := range idle {
 			r := s.records[key]
@@ -147,10 +142,8 @@ func (p *Partitioner) destroySets(s *slot, reclaim bool) []map[int]bool {
 		return []map[int]bool{nil}
 	}
 	var idle []int
-	for key, r := range s.records {
-		if r.State == Idle {
-			idle = append(idle, key)
-		}
+	for key := range s.idleKeys() {
+		idle = append(idle, key)
 	}
 	sort.Ints(idle)
 	var sets []map[int]bool
@@ -217,13 +210,7 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 	}
 	var list []scored
 	for _, s := range p.slots {
-		idle := map[int]bool{}
-		for key, r := range s.records {
-			if r.State == Idle {
-				idle[key] = true
-			}
-		}
-		committed := s.state(idle)
+		committed := s.state(s.idleKeys())
 		for _, r := range s.records {
 			if !want[r.UUID] || r.Profile != profile {
 				continue
@@ -254,4 +241,15 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 		out[i] = l.uuid
 	}
 	return out
+}
+
+// idleKeys is the set of records that are idle: free to reuse or destroy.
+func (s *slot) idleKeys() map[int]bool {
+	idle := map[int]bool{}
+	for key, r := range s.records {
+		if r.State == Idle {
+			idle[key] = true
+		}
+	}
+	return idle
 }
