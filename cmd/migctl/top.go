@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -19,15 +20,20 @@ func init() {
 	register("top", "live per-container GPU memory", runTop)
 }
 
-const topUsage = "usage: migctl top [--socket PATH] [--output text|json]"
+const topUsage = "usage: migctl top [--socket PATH] [--output text|json] [--watch INTERVAL [--count N]]"
 
 func runTop(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("top", flag.ContinueOnError)
 	socket := fs.String("socket", "/run/migpro/agent.sock", "the agent's local API socket")
 	output := fs.String("output", "text", "text or json")
-	timeout := fs.Duration("timeout", 5*time.Second, "bound on the request")
+	timeout := fs.Duration("timeout", 5*time.Second, "bound on each request")
+	watch := fs.Duration("watch", 0, "refresh every INTERVAL until interrupted (0: once)")
+	count := fs.Int("count", 0, "with --watch, stop after N refreshes (0: never)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *watch < 0 || *count < 0 || (*count > 0 && *watch == 0) {
+		return usagef("--watch must be positive and --count needs --watch; %s", topUsage)
 	}
 	if fs.NArg() != 0 {
 		return usagef("unexpected arguments %q; %s", fs.Args(), topUsage)
@@ -35,15 +41,28 @@ func runTop(args []string, stdout io.Writer) error {
 	if *output != "text" && *output != "json" {
 		return usagef("--output %q: want text or json", *output)
 	}
-	top, raw, err := fetchTop(*socket, *timeout)
-	if err != nil {
-		return err
+	for i := 1; ; i++ {
+		top, raw, err := fetchTop(*socket, *timeout)
+		if err != nil {
+			return err
+		}
+		if *output == "json" {
+			// One JSON document per line, so a watch stream is JSON Lines.
+			_, err = stdout.Write(append(bytes.TrimSpace(raw), '\n'))
+		} else {
+			if *watch > 0 {
+				fmt.Fprintf(stdout, "%s\n", time.Now().Format(time.TimeOnly))
+			}
+			err = writeTopText(stdout, top, time.Now())
+		}
+		if err != nil || *watch == 0 || (*count > 0 && i >= *count) {
+			return err
+		}
+		time.Sleep(*watch)
+		if *output == "text" {
+			fmt.Fprintln(stdout)
+		}
 	}
-	if *output == "json" {
-		_, err := stdout.Write(raw)
-		return err
-	}
-	return writeTopText(stdout, top, time.Now())
 }
 
 // fetchTop asks the agent for GET /v1/top and returns it decoded and raw

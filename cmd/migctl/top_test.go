@@ -75,6 +75,27 @@ func TestTopJSONAndText(t *testing.T) {
 	}
 }
 
+func TestTopWatch(t *testing.T) {
+	sock := topAgent(t)
+	var out bytes.Buffer
+	if code := runMain([]string{"top", "--socket", sock, "--output", "json", "--watch", "10ms", "--count", "3"}, &out, &out); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 JSON lines, got %d:\n%s", len(lines), out.String())
+	}
+	for _, l := range lines {
+		var top telemetryapi.Top
+		if err := json.Unmarshal([]byte(l), &top); err != nil || len(top.Containers) != 2 {
+			t.Errorf("line %q: %v", l, err)
+		}
+	}
+	if code := runMain([]string{"top", "--count", "2"}, &out, &out); code != 2 {
+		t.Errorf("--count without --watch: exit %d", code)
+	}
+}
+
 func TestTopErrors(t *testing.T) {
 	var out bytes.Buffer
 	if code := runMain([]string{"top", "--output", "yaml"}, &out, &out); code != 2 {
