@@ -1,0 +1,345 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/migpro/migpro/demand"
+	"github.com/migpro/migpro/e2e/harness"
+)
+
+// agentIdentity makes the agent's ServiceAccount (migpro-agent in
+// migpro-system), applies deploy/rbac-demand.yaml with the real kubectl and
+// returns a kubeconfig with a token of that ServiceAccount: the agent runs
+// with exactly the RBAC the docs give it.
+func agentIdentity(t *testing.T, cl *harness.Cluster) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "migpro-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "migpro-agent", Namespace: "migpro-system"}}
+	if _, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create service account: %v", err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	rbac := filepath.Join(filepath.Dir(filepath.Dir(file)), "deploy", "rbac-demand.yaml")
+	if r := cl.Kubectl(t, "apply", "-f", rbac); r.ExitCode != 0 || r.Err != nil {
+		t.Fatalf("kubectl apply %s: exit %d %v\n%s", rbac, r.ExitCode, r.Err, r.Combined())
+	}
+	tok, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").CreateToken(ctx, "migpro-agent",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for migpro-agent: %v", err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cl.Server, CertificateAuthority: cl.CAFile}
+	kc.AuthInfos["migpro-agent"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "migpro-agent"}
+	kc.CurrentContext = "e2e"
+	path := filepath.Join(cl.Dir, "migpro-agent.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func ptrInt64(v int64) *int64 { return &v }
+
+// watchPod records every version of a pod the API server reports.
+type podWatch struct {
+	mu   sync.Mutex
+	seen []corev1.Pod
+}
+
+func watchPod(t *testing.T, cs kubernetes.Interface, ns, name string) *podWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatalf("watch pod %s: %v", name, err)
+	}
+	pw := &podWatch{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				pw.mu.Lock()
+				pw.seen = append(pw.seen, *p)
+				pw.mu.Unlock()
+			}
+		}
+	}()
+	return pw
+}
+
+// wasUnschedulable reports whether the scheduler had marked the pod
+// Unschedulable before any migpro claim was on it.
+func (pw *podWatch) wasUnschedulable() bool {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	for _, p := range pw.seen {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable && p.Annotations[demand.AnnotationClaimedBy] == "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Issue 3, the cluster source: a pod asks for a MIG profile that no node
+// has; the scheduler finds it unschedulable, the agent claims it, makes the
+// instance, the scheduler places the pod and its container sees the instance.
+func TestClusterDemand(t *testing.T) {
+	cl := harness.StartCluster(t)
+	c := harness.StartContainerd(t)
+	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c, Cluster: cl})
+	c.ImportArchive(t, "k8s.io", harness.BusyboxImage(t))
+	cl.WaitNodeReady(t, k.NodeName, 60*time.Second)
+	kubeconfig := agentIdentity(t, cl)
+
+	// No warm pool: the GPU starts empty.
+	a := startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
+		"--kubeconfig", kubeconfig, "--node-name", k.NodeName, "--assign-grace", "5s")
+	if st := a.status(t); len(st.Instances) != 0 {
+		t.Fatalf("agent starts with instances %+v, want none", st.Instances)
+	}
+
+	ctx := context.Background()
+	pw := watchPod(t, cl.Client, "default", "demand")
+	no := false
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "demand", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{
+				Name: "main", Image: harness.BusyboxImageName, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", devScript + "; sleep 600"},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+					corev1.ResourceName(migResource): resource.MustParse("1")}},
+			}},
+		},
+	}
+	created := time.Now()
+	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	get := func() *corev1.Pod {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "demand", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get pod: %v", err)
+		}
+		return p
+	}
+
+	var claimed *corev1.Pod
+	eventually(t, "the agent's claim on the pod", 60*time.Second, func() bool {
+		claimed = get()
+		return claimed.Annotations[demand.AnnotationClaimedBy] == k.NodeName && claimed.Annotations[demand.AnnotationProvisionedAt] != ""
+	})
+	t.Logf("claimed and provisioned %v after creation: %v", time.Since(created).Round(time.Millisecond), claimed.Annotations)
+	if _, err := time.Parse(time.RFC3339, claimed.Annotations[demand.AnnotationClaimedAt]); err != nil {
+		t.Errorf("claimed-at: %v", err)
+	}
+
+	var running *corev1.Pod
+	eventually(t, "the scheduler to place the pod and the kubelet to run it", 120*time.Second, func() bool {
+		running = get()
+		return running.Spec.NodeName == k.NodeName && running.Status.Phase == corev1.PodRunning
+	})
+	t.Logf("running %v after creation", time.Since(created).Round(time.Millisecond))
+	if !pw.wasUnschedulable() {
+		t.Errorf("never saw the pod Unschedulable before the claim: the agent should act only on such pods")
+	}
+
+	// What the container saw, read through the API server.
+	re := regexp.MustCompile(`NVD=(MIG-[0-9a-f-]+)`)
+	var out string
+	eventually(t, "the container's output", 60*time.Second, func() bool {
+		b, err := cl.Client.CoreV1().Pods("default").GetLogs("demand", &corev1.PodLogOptions{Container: "main"}).DoRaw(ctx)
+		out = string(b)
+		return err == nil && re.MatchString(out) && strings.Contains(out, "READ=")
+	})
+	uuid := re.FindStringSubmatch(out)[1]
+	checkDeviceView(t, out, uuid)
+
+	// Exactly one instance was made, and it is the pod's.
+	eventually(t, "the agent to see the instance in use by the pod", 30*time.Second, func() bool {
+		in, ok := instanceByUUID(a.status(t), uuid)
+		return ok && in.State == "in-use" && strings.Contains(in.Pod, "demand")
+	})
+	if st := a.status(t); len(st.Instances) != 1 || st.Instances[0].Profile != "1g.5gb" {
+		t.Fatalf("instances %+v, want exactly the pod's 1g.5gb", st.Instances)
+	}
+
+	// The claim was recorded as an Event on the pod (the agent's RBAC
+	// allows events).
+	evs, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "demand").String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]bool{}
+	for _, e := range evs.Items {
+		reasons[e.Reason] = true
+	}
+	if !reasons[demand.ReasonClaimed] || !reasons[demand.ReasonProvisioned] {
+		t.Errorf("pod events %v lack %s and %s", reasons, demand.ReasonClaimed, demand.ReasonProvisioned)
+	}
+	if err := cl.Client.CoreV1().Pods("default").Delete(ctx, "demand", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete pod: %v", err)
+	}
+}
+
+// countingProv provisions without limit and counts.
+type countingProv struct {
+	mu   sync.Mutex
+	idle map[string]int
+	made int
+}
+
+func (p *countingProv) CanFit(string, demand.Reserved) bool { return true }
+func (p *countingProv) IdleCount(prof string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idle[prof]
+}
+func (p *countingProv) Provision(_ context.Context, prof string, _ demand.Reserved) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.idle[prof]++
+	p.made++
+	return nil
+}
+func (p *countingProv) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.made
+}
+
+// Two agents' demand sources watch the same real API server and race for
+// the same pods: every pod ends with exactly one claim, and only the
+// claimer provisions for it.
+func TestClusterDemandClaimRace(t *testing.T) {
+	cl := harness.StartCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nodes := []string{"race-a", "race-b"}
+	for _, n := range nodes {
+		node, err := cl.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create node %s: %v", n, err)
+		}
+		// Ready, or each source would take the other's claims as stale
+		// (the test ends long before the node controller's grace period).
+		now := metav1.Now()
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
+		if _, err := cl.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("node %s Ready: %v", n, err)
+		}
+	}
+	provs := map[string]*countingProv{}
+	lost := &lostClaims{}
+	log := logrus.New()
+	log.SetLevel(logrus.DebugLevel)
+	log.SetOutput(io.Discard)
+	log.AddHook(lost)
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		provs[n] = &countingProv{idle: map[string]int{}}
+		src, err := demand.New(demand.Config{Client: cl.Client, NodeName: n, Domain: "nvidia.com",
+			Resources: map[corev1.ResourceName]string{migResource: "1g.5gb"}, Provisioner: provs[n], Resync: 200 * time.Millisecond, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); src.Run(ctx) }()
+	}
+	defer wg.Wait()
+	defer cancel()
+
+	const pods = 20
+	no := false
+	for i := range pods {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("race-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{AutomountServiceAccountToken: &no,
+				// The nodes have no kubelet: tolerate their not-ready taints.
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				Containers: []corev1.Container{{Name: "main", Image: "none",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+						corev1.ResourceName(migResource): resource.MustParse("1")}}}}},
+		}
+		if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod: %v", err)
+		}
+	}
+	claims := map[string]int{}
+	eventually(t, "every pod claimed", 90*time.Second, func() bool {
+		list, err := cl.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		claims = map[string]int{}
+		for _, p := range list.Items {
+			if by := p.Annotations[demand.AnnotationClaimedBy]; by != "" && p.Annotations[demand.AnnotationProvisionedAt] != "" {
+				claims[by]++
+			}
+		}
+		return claims[nodes[0]]+claims[nodes[1]] == pods
+	})
+	time.Sleep(time.Second) // let any second claimer act, if one wrongly would
+	for _, n := range nodes {
+		if got := provs[n].count(); got != claims[n] {
+			t.Errorf("%s provisioned %d instances for the %d pods it claimed", n, got, claims[n])
+		}
+	}
+	t.Logf("claims %v; %d claims lost to a Conflict", claims, lost.count())
+	if lost.count() == 0 {
+		t.Error("no claim was ever lost to a Conflict: the two sources never raced, so this proved nothing")
+	}
+}
+
+// lostClaims counts the claims a source lost to the other's concurrent
+// patch (its debug message), to show that the two really raced.
+type lostClaims struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (l *lostClaims) Levels() []logrus.Level { return logrus.AllLevels }
+func (l *lostClaims) Fire(e *logrus.Entry) error {
+	if strings.Contains(e.Message, "claimed the pod first") {
+		l.mu.Lock()
+		l.n++
+		l.mu.Unlock()
+	}
+	return nil
+}
+func (l *lostClaims) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
