@@ -30,6 +30,6 @@ hook-fuzz:
 hook-bench:
 	$(GO) test -run '^$$' -bench ShimAllocFreePair -benchtime 1000000x ./hook/shimtest
 	$(GO) test -run '^$$' -bench HookStart -benchtime 50x ./cmd/migpro-hook
-	$(GO) test -run '^$$' -bench Ingest -benchmem ./predictor/telemetry
+	$(GO) test -run '^$$' -bench Ingest -benchmem -cpu 1 ./predictor/telemetry
 
 TEST_TARGETS += hook-fuzz
