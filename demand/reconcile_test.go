@@ -258,7 +258,14 @@ func TestNodeThatWouldNotBeChosenDoesNotClaim(t *testing.T) {
 	if *patches != 0 {
 		t.Fatal("claimed a pod whose node selector excludes this node")
 	}
-	// Nor does a node the API server does not know.
+	// A node the API server does not know gives its own claims up...
+	cs3, _ := casClient(t, claimedPod("p", "node-a", t0))
+	s3 := newTestSource(t, cs3, "node-a", newProv(nil, map[string]int{"1g.5gb": 7}))
+	s3.pass(t)
+	if got := claimedBy(t, cs3, "p"); got != "" {
+		t.Fatalf("an unregistered node kept its claim (claimed-by %q)", got)
+	}
+	// ...and claims nothing.
 	cs2, patches2 := casClient(t, migPod("p", map[string]int64{"nvidia.com/mig-1g.5gb": 1}))
 	s2 := newTestSource(t, cs2, "node-a", newProv(nil, map[string]int{"1g.5gb": 7}))
 	s2.pass(t)

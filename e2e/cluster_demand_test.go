@@ -125,6 +125,11 @@ func TestClusterDemand(t *testing.T) {
 	if st := a.status(t); len(st.Instances) != 0 {
 		t.Fatalf("agent starts with instances %+v, want none", st.Instances)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agent log tail:\n%s", a.logTail())
+		}
+	})
 
 	ctx := context.Background()
 	pw := watchPod(t, cl.Client, "default", "demand")
