@@ -26,7 +26,7 @@ func (registrar) Register(context.Context, *v1beta1.RegisterRequest) (*v1beta1.E
 
 // pluginClient runs the agent's device plugins against a stand-in kubelet
 // and returns a client of the profile's plugin, as the kubelet would dial it.
-func pluginClient(b *testing.B, a *Agent, profile string) v1beta1.DevicePluginClient {
+func pluginClient(b testing.TB, a *Agent, profile string) v1beta1.DevicePluginClient {
 	dir := b.TempDir()
 	lis, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
 	if err != nil {
@@ -36,7 +36,7 @@ func pluginClient(b *testing.B, a *Agent, profile string) v1beta1.DevicePluginCl
 	v1beta1.RegisterRegistrationServer(srv, registrar{})
 	go srv.Serve(lis)
 	b.Cleanup(srv.Stop)
-	mgr, err := plugin.NewManager(a.inv, plugin.WithPluginDir(dir), plugin.WithAllocateCheck(a.allocateCheck), plugin.WithLogger(quiet()))
+	mgr, err := plugin.NewManager(a.inv, plugin.WithPluginDir(dir), plugin.WithAllocateCheck(a.allocateCheck), plugin.WithPreference(a.prefer), plugin.WithLogger(quiet()))
 	if err != nil {
 		b.Fatal(err)
 	}
