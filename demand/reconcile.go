@@ -143,6 +143,11 @@ func (s *Source) tryClaim(ctx context.Context, p *pass, w wanted, node *corev1.N
 	if s.backingOff(w.pod, now) || len(w.foreign) > 0 {
 		return
 	}
+	if nn := w.pod.Status.NominatedNodeName; nn != "" && nn != s.cfg.NodeName {
+		// The scheduler is preempting pods on that node to make room.
+		log.WithField("nominated", nn).Debug("not claiming: the pod is nominated to another node")
+		return
+	}
 	if ok, why := nodeAdmits(w.pod, node); !ok {
 		log.WithField("reason", why).Debug("not claiming")
 		return

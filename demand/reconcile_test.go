@@ -258,6 +258,16 @@ func TestNodeThatWouldNotBeChosenDoesNotClaim(t *testing.T) {
 	if *patches != 0 {
 		t.Fatal("claimed a pod whose node selector excludes this node")
 	}
+	// A pod the scheduler nominated to another node (it preempts there) is
+	// left to that node.
+	nominated := migPod("p", map[string]int64{"nvidia.com/mig-1g.5gb": 1})
+	nominated.Status.NominatedNodeName = "node-b"
+	cs4, patches4 := casClient(t, readyNode("node-a"), nominated)
+	s4 := newTestSource(t, cs4, "node-a", newProv(nil, map[string]int{"1g.5gb": 7}))
+	s4.pass(t)
+	if *patches4 != 0 {
+		t.Fatal("claimed a pod nominated to another node")
+	}
 	// A node the API server does not know gives its own claims up...
 	cs3, _ := casClient(t, claimedPod("p", "node-a", t0))
 	s3 := newTestSource(t, cs3, "node-a", newProv(nil, map[string]int{"1g.5gb": 7}))
