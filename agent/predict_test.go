@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/telemetry"
 )
 
 // TestGrowingContainerIsMarkedBeforeOOM drives the whole online path through
@@ -97,3 +99,52 @@ func getMarks(t *testing.T, socket string) map[string]predictor.Decision {
 }
 
 func unixHTTP(socket string) *http.Client { return NewClient(socket).http }
+
+// When a container ends (its poststop hook deregisters it), its predictor is
+// dropped and its peak lands in the estimator's history under its workload.
+func TestContainerEndRecordsWorkloadPeak(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.PollEvery = 5 * time.Millisecond
+	a := e.start(t)
+	c := runAgent(t, a)
+	ctx := context.Background()
+	r, err := c.Alloc(ctx, AllocRequest{Profile: "1g.5gb", Owner: "train-llama"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := a.part.Find(r.UUID)
+	e.node.SetInstanceMemoryUsed(0, in.GIID, 3<<30)
+	register(t, a.cfg.Socket, "ctr1", r.UUID)
+	waitFor(t, "a polled sample", func() bool { return len(a.watch.svc.Samples("ctr1")) > 0 })
+	req, _ := http.NewRequest(http.MethodDelete, "http://agent/v1/containers/ctr1", nil)
+	resp, err := unixHTTP(a.cfg.Socket).Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("deregister: %v %v", resp, err)
+	}
+	h, err := estimator.OpenHistory(a.historyPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak, ok := h.Peak("local/train-llama"); !ok || peak != 3<<30 {
+		t.Fatalf("history peak %d %v, want 3 GiB for local/train-llama", peak, ok)
+	}
+	if _, tracked := a.watch.tracker.Stop("ctr1"); tracked {
+		t.Fatal("predictor still tracking an ended container")
+	}
+}
+
+func TestWorkloadKeyStripsGeneratedSuffixes(t *testing.T) {
+	for name, want := range map[string]string{
+		"web-7d9f8b6c4-x2x1z": "ns/web", "train-abcde": "ns/train", "solo": "ns/solo",
+	} {
+		if got := workloadKey(telemetry.Registration{PodNamespace: "ns", PodName: name}, ""); got != want {
+			t.Errorf("%s -> %q, want %q", name, got, want)
+		}
+	}
+	if got := workloadKey(telemetry.Registration{}, "local:job1"); got != "local/job1" {
+		t.Errorf("local owner -> %q", got)
+	}
+	if got := workloadKey(telemetry.Registration{}, "kubelet"); got != "" {
+		t.Errorf("no key expected, got %q", got)
+	}
+}

@@ -22,6 +22,7 @@ type watch struct {
 	a       *Agent
 	svc     *telemetry.Service
 	tracker *predictor.Tracker
+	history *estimator.History
 
 	mu      sync.Mutex
 	started map[string]*watched
@@ -48,7 +49,11 @@ func (a *Agent) startTelemetry(reg prometheus.Registerer) error {
 		a.log.WithField("containers", n).Info("telemetry: restored container sockets")
 	}
 	w := &watch{a: a, svc: svc, tracker: predictor.NewTracker(), started: map[string]*watched{}, marks: map[string]predictor.Decision{}}
+	if w.history, err = estimator.OpenHistory(a.historyPath()); err != nil {
+		a.log.WithError(err).Warn("workload history unreadable: peaks will not be recorded")
+	}
 	svc.OnSample(w.onSample)
+	svc.OnDeregister(w.onContainerEnd)
 	a.watch = w
 	return nil
 }

@@ -139,7 +139,8 @@ type Service struct {
 	realClock bool // cfg.now is time.Now, so ingest may reuse its clock read
 	st        stats
 	subs      atomic.Pointer[[]func(string, Sample)]
-	subMu     sync.Mutex // serialises OnSample writers
+	subMu     sync.Mutex // serialises OnSample writers; guards ends
+	ends      []func(Registration, uint64)
 
 	mu         sync.RWMutex
 	containers map[string]*container
@@ -310,6 +311,15 @@ func (s *Service) pidVisible(pid int) bool {
 	return s.cfg.pidAlive != nil && pid > 0 && s.cfg.pidAlive(pid)
 }
 
+// OnDeregister subscribes fn to every container's end (its poststop hook, or
+// the poller finding its processes gone), with its registration and its
+// peak bytes. The agent records the peak in the estimator's history.
+func (s *Service) OnDeregister(fn func(r Registration, peakBytes uint64)) {
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	s.ends = append(s.ends, fn)
+}
+
 // Deregister closes a container's socket and forgets its series.
 func (s *Service) Deregister(id string) error {
 	s.mu.Lock()
@@ -321,6 +331,15 @@ func (s *Service) Deregister(id string) error {
 	}
 	c.conn.Close()
 	<-c.done
+	c.mu.Lock()
+	reg, peak := c.reg, max(c.shimPeak, c.nvmlPeak)
+	c.mu.Unlock()
+	s.subMu.Lock()
+	ends := append([]func(Registration, uint64){}, s.ends...)
+	s.subMu.Unlock()
+	for _, fn := range ends {
+		fn(reg, peak)
+	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		return fmt.Errorf("telemetry: removing %s: %w", c.dir, err)
 	}

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -118,8 +119,15 @@ func TestRegisterReceiveDeregister(t *testing.T) {
 	if err != nil || len(mfs) == 0 {
 		t.Fatalf("Gather: %v (%d families)", err, len(mfs))
 	}
+	var ended []string
+	s.OnDeregister(func(r Registration, peak uint64) {
+		ended = append(ended, fmt.Sprintf("%s/%s %d", r.PodName, r.ID, peak))
+	})
 	if err := s.Deregister("c1"); err != nil {
 		t.Fatalf("Deregister: %v", err)
+	}
+	if len(ended) != 1 || ended[0] != "p/c1 300" {
+		t.Errorf("OnDeregister saw %v, want [p/c1 300]", ended)
 	}
 	if _, err := os.Stat(ep.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dir %s still there after deregister: %v", ep.Dir, err)
