@@ -25,6 +25,8 @@ func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	e.cfg.PollEvery = 5 * time.Millisecond
 	a := e.start(t)
+	marked := make(chan Mark, 4)
+	a.OnMark(func(m Mark) { marked <- m })
 	c := runAgent(t, a)
 	ctx := context.Background()
 	grow, err := c.Alloc(ctx, AllocRequest{Profile: "1g.5gb"})
@@ -69,6 +71,14 @@ func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 		t.Fatalf("mark recommends %q, want a larger profile", d.Profile)
 	}
 	t.Logf("marked at %.0f%% of capacity, recommending %s", 100*float64(markedAt)/float64(capacity), d.Profile)
+	select {
+	case m := <-marked:
+		if m.Container.ID != "grower" || m.UUID != grow.UUID || m.Profile != "1g.5gb" || m.Decision.Profile != d.Profile {
+			t.Fatalf("OnMark got %+v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnMark subscriber not called")
+	}
 }
 
 func register(t *testing.T, socket, id, uuid string) {

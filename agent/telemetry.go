@@ -27,6 +27,29 @@ type watch struct {
 	mu      sync.Mutex
 	started map[string]*watched
 	marks   map[string]predictor.Decision
+	onMark  []func(Mark)
+}
+
+// Mark is a container the predictor expects to run out of memory on its
+// instance, with what readmission needs: who the container is, where it
+// runs, and the profile to move it to.
+type Mark struct {
+	Container telemetry.Registration `json:"container"`
+	// UUID and Profile are the instance it runs on now.
+	UUID     string             `json:"uuid"`
+	Profile  string             `json:"profile"`
+	Decision predictor.Decision `json:"decision"`
+}
+
+// OnMark subscribes fn to every mark; it runs once per container, off the
+// telemetry ingest path. Call it before Run.
+func (a *Agent) OnMark(fn func(Mark)) {
+	if a.watch == nil {
+		return
+	}
+	a.watch.mu.Lock()
+	a.watch.onMark = append(a.watch.onMark, fn)
+	a.watch.mu.Unlock()
 }
 
 // watched is what the predictor feed needs per container.
@@ -108,9 +131,33 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 	if d, marked := w.tracker.Observe(id, predictor.Sample{T: t, Used: used, Requested: requested}); marked {
 		w.mu.Lock()
 		w.marks[id] = d
+		subs := append([]func(Mark){}, w.onMark...)
 		w.mu.Unlock()
 		w.a.log.WithFields(logrus.Fields{"container": id, "reason": d.Reason, "forecast": d.Forecast, "profile": d.Profile}).
 			Warn("predicted out of memory: container should move to a larger instance")
+		if len(subs) > 0 {
+			go w.notifyMark(id, d, subs)
+		}
+	}
+}
+
+// notifyMark hands a mark to the subscribers with the container's identity.
+func (w *watch) notifyMark(id string, d predictor.Decision, subs []func(Mark)) {
+	m := Mark{Decision: d}
+	for _, c := range w.svc.Top().Containers {
+		if c.ID == id {
+			m.Container = telemetry.Registration{ID: c.ID, MIGUUIDs: c.MIGUUIDs, PodNamespace: c.PodNamespace,
+				PodName: c.PodName, PodUID: c.PodUID, ContainerName: c.ContainerName}
+		}
+	}
+	if len(m.Container.MIGUUIDs) > 0 {
+		m.UUID = m.Container.MIGUUIDs[0]
+		if in, err := w.a.part.Find(m.UUID); err == nil {
+			m.Profile = in.Profile
+		}
+	}
+	for _, fn := range subs {
+		fn(m)
 	}
 }
 
