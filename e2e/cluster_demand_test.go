@@ -133,25 +133,12 @@ func TestClusterDemand(t *testing.T) {
 
 	ctx := context.Background()
 	pw := watchPod(t, cl.Client, "default", "demand")
-	no := false
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "demand", Namespace: "default"},
-		Spec: corev1.PodSpec{
-			HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: &no,
-			Containers: []corev1.Container{{
-				Name: "main", Image: harness.BusyboxImageName, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"sh", "-c", devScript + "; sleep 600"},
-				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-					corev1.ResourceName(migResource): resource.MustParse("1")}},
-			}},
-		},
-	}
 	created := time.Now()
-	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, demandPod("demand", 1), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
-	get := func() *corev1.Pod {
-		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "demand", metav1.GetOptions{})
+	get := func(name string) *corev1.Pod {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("get pod: %v", err)
 		}
@@ -160,34 +147,26 @@ func TestClusterDemand(t *testing.T) {
 
 	var claimed *corev1.Pod
 	eventually(t, "the agent's claim on the pod", 60*time.Second, func() bool {
-		claimed = get()
+		claimed = get("demand")
 		return claimed.Annotations[demand.AnnotationClaimedBy] == k.NodeName && claimed.Annotations[demand.AnnotationProvisionedAt] != ""
 	})
 	t.Logf("claimed and provisioned %v after creation: %v", time.Since(created).Round(time.Millisecond), claimed.Annotations)
 	if _, err := time.Parse(time.RFC3339, claimed.Annotations[demand.AnnotationClaimedAt]); err != nil {
 		t.Errorf("claimed-at: %v", err)
 	}
-
-	var running *corev1.Pod
-	eventually(t, "the scheduler to place the pod and the kubelet to run it", 120*time.Second, func() bool {
-		running = get()
-		return running.Spec.NodeName == k.NodeName && running.Status.Phase == corev1.PodRunning
-	})
+	waitScheduledRunning(t, cl, "demand", k.NodeName)
 	t.Logf("running %v after creation", time.Since(created).Round(time.Millisecond))
 	if !pw.wasUnschedulable() {
 		t.Errorf("never saw the pod Unschedulable before the claim: the agent should act only on such pods")
 	}
 
 	// What the container saw, read through the API server.
-	re := regexp.MustCompile(`NVD=(MIG-[0-9a-f-]+)`)
-	var out string
-	eventually(t, "the container's output", 60*time.Second, func() bool {
-		b, err := cl.Client.CoreV1().Pods("default").GetLogs("demand", &corev1.PodLogOptions{Container: "main"}).DoRaw(ctx)
-		out = string(b)
-		return err == nil && re.MatchString(out) && strings.Contains(out, "READ=")
-	})
-	uuid := re.FindStringSubmatch(out)[1]
-	checkDeviceView(t, out, uuid)
+	uuids := podMIGs(t, cl, "demand")
+	if len(uuids) != 1 {
+		t.Fatalf("container sees %v, want one MIG instance", uuids)
+	}
+	uuid := uuids[0]
+	checkDeviceView(t, podLog(t, cl, "demand"), uuid)
 
 	// Exactly one instance was made, and it is the pod's.
 	eventually(t, "the agent to see the instance in use by the pod", 30*time.Second, func() bool {
@@ -212,9 +191,82 @@ func TestClusterDemand(t *testing.T) {
 	if !reasons[demand.ReasonClaimed] || !reasons[demand.ReasonProvisioned] {
 		t.Errorf("pod events %v lack %s and %s", reasons, demand.ReasonClaimed, demand.ReasonProvisioned)
 	}
-	if err := cl.Client.CoreV1().Pods("default").Delete(ctx, "demand", metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("delete pod: %v", err)
+
+	// A pod asking for two gets two more instances, both its own. Its
+	// container gets the device nodes of both (a GI and a CI capability
+	// each). NVIDIA_VISIBLE_DEVICES is not checked here: each instance's CDI
+	// spec sets it to its own UUID, so the container sees only one of them.
+	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, demandPod("demand2", 2), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod: %v", err)
 	}
+	waitScheduledRunning(t, cl, "demand2", k.NodeName)
+	podMIGs(t, cl, "demand2")
+	out2 := podLog(t, cl, "demand2")
+	if n := len(regexp.MustCompile(`CAP=nvidia-cap\d+`).FindAllString(out2, -1)); n != 4 {
+		t.Errorf("the two-instance pod sees %d nvidia-caps nodes, want 4 (GI and CI of each):\n%s", n, out2)
+	}
+	eventually(t, "two more instances, in use by demand2", 30*time.Second, func() bool {
+		st := a.status(t)
+		theirs := 0
+		for _, in := range st.Instances {
+			if in.UUID != uuid && in.Profile == "1g.5gb" && in.State == "in-use" && strings.Contains(in.Pod, "demand2") {
+				theirs++
+			}
+		}
+		return len(st.Instances) == 3 && theirs == 2
+	})
+	if by := get("demand2").Annotations[demand.AnnotationClaimedBy]; by != k.NodeName {
+		t.Errorf("demand2 claimed-by %q", by)
+	}
+	for _, name := range []string{"demand", "demand2"} {
+		if err := cl.Client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete pod %s: %v", name, err)
+		}
+	}
+}
+
+// demandPod asks for n 1g.5gb and prints what it sees of them.
+func demandPod(name string, n int64) *corev1.Pod {
+	no := false
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{
+				Name: "main", Image: harness.BusyboxImageName, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", devScript + "; sleep 600"},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+					corev1.ResourceName(migResource): *resource.NewQuantity(n, resource.DecimalSI)}},
+			}},
+		},
+	}
+}
+
+func waitScheduledRunning(t *testing.T, cl *harness.Cluster, name, node string) {
+	t.Helper()
+	eventually(t, "the scheduler to place "+name+" and the kubelet to run it", 120*time.Second, func() bool {
+		p, err := cl.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning
+	})
+}
+
+func podLog(t *testing.T, cl *harness.Cluster, name string) string {
+	t.Helper()
+	b, _ := cl.Client.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{Container: "main"}).DoRaw(context.Background())
+	return string(b)
+}
+
+// podMIGs waits for the container's report and returns the MIG UUIDs in its
+// NVIDIA_VISIBLE_DEVICES.
+func podMIGs(t *testing.T, cl *harness.Cluster, name string) []string {
+	t.Helper()
+	re := regexp.MustCompile(`NVD=(MIG-[0-9a-f,MIG-]+)`)
+	var out string
+	eventually(t, name+"'s output", 60*time.Second, func() bool {
+		out = podLog(t, cl, name)
+		return re.MatchString(out) && strings.Contains(out, "READ=")
+	})
+	return strings.Split(re.FindStringSubmatch(out)[1], ",")
 }
 
 // countingProv provisions without limit and counts.
