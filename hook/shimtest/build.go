@@ -124,6 +124,21 @@ func Expect(steps []string) (Expected, error) {
 			live[i] = 0
 			e.Frees++
 			continue
+		case "grow":
+			var c uint64
+			if n, err = num(f[1]); err == nil {
+				c, err = num(f[2])
+			}
+			if err != nil || len(f) != 4 {
+				return e, fmt.Errorf("shimtest: bad step %q", st)
+			}
+			for range c {
+				live = append(live, n)
+				e.Current += n
+				e.Allocs++
+			}
+			e.Peak = max(e.Peak, e.Current)
+			continue
 		case "threads":
 			var t, k, sz uint64
 			if t, err = num(f[1]); err == nil {

@@ -6,6 +6,8 @@
  *   info                                        cuMemGetInfo_v2
  *   sleep:MS                                    pause
  *   threads:T:K:N                               T threads, each K alloc/free pairs of N bytes
+ *   grow:N:C:MS                                 C allocations of N bytes, MS ms apart; after each
+ *                                               prints "grow I/C live=BYTES" (live: all held bytes)
  * Exits 1 with a message on any driver error.
  *
  * PATTERN_VIA picks how the driver is reached, as real programs do:
@@ -107,6 +109,8 @@ static void resolve(const char *via)
 #define MAXA 4096
 static CUdeviceptr ptrs[MAXA];
 static char kinds[MAXA];
+static unsigned long long sizes[MAXA];
+static unsigned long long live;
 static int nptr;
 
 static void check(CUresult r, const char *what)
@@ -121,6 +125,24 @@ struct job {
 	long k;
 	size_t n;
 };
+
+static void keep(CUdeviceptr p, char kind, unsigned long long n)
+{
+	if (nptr == MAXA) {
+		fprintf(stderr, "too many allocations\n");
+		exit(1);
+	}
+	ptrs[nptr] = p;
+	sizes[nptr] = n;
+	kinds[nptr++] = kind;
+	live += n;
+}
+
+static void pause_ms(unsigned long long ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
 
 static void *worker(void *arg)
 {
@@ -141,7 +163,16 @@ int main(int argc, char **argv)
 		unsigned long long x = 0, y = 0, z = 0;
 		CUdeviceptr p = 0;
 		char kind = 0;
-		if (sscanf(a, "alloc:%llu", &x) == 1) {
+		if (sscanf(a, "grow:%llu:%llu:%llu", &x, &y, &z) == 3) {
+			for (unsigned long long k = 1; k <= y; k++) {
+				if (k > 1)
+					pause_ms(z);
+				check(api.alloc(&p, x), a);
+				keep(p, 'a', x);
+				printf("grow %llu/%llu live=%llu\n", k, y, live);
+				fflush(stdout);
+			}
+		} else if (sscanf(a, "alloc:%llu", &x) == 1) {
 			check(api.alloc(&p, x), a), kind = 'a';
 		} else if (sscanf(a, "managed:%llu", &x) == 1) {
 			check(api.managed(&p, x, 1), a), kind = 'a';
@@ -154,6 +185,7 @@ int main(int argc, char **argv)
 		} else if (sscanf(a, "pitch:%llu:%llu", &x, &y) == 2) {
 			size_t pitch;
 			check(api.pitch(&p, &pitch, x, y, 4), a), kind = 'a';
+			x = pitch * y;
 		} else if (sscanf(a, "free:%llu", &x) == 1) {
 			if (x >= (unsigned long long)nptr || kinds[x] == 0) {
 				fprintf(stderr, "%s: no such live allocation\n", a);
@@ -166,12 +198,12 @@ int main(int argc, char **argv)
 			else
 				check(api.release(ptrs[x]), a);
 			kinds[x] = 0;
+			live -= sizes[x];
 		} else if (strcmp(a, "info") == 0) {
 			size_t f, t;
 			check(api.info(&f, &t), a);
 		} else if (sscanf(a, "sleep:%llu", &x) == 1) {
-			struct timespec ts = {(time_t)(x / 1000), (long)(x % 1000) * 1000000L};
-			nanosleep(&ts, NULL);
+			pause_ms(x);
 		} else if (sscanf(a, "threads:%llu:%llu:%llu", &x, &y, &z) == 3) {
 			pthread_t th[64];
 			struct job j = {(long)y, (size_t)z};
@@ -185,14 +217,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bad step %s\n", a);
 			return 2;
 		}
-		if (kind) {
-			if (nptr == MAXA) {
-				fprintf(stderr, "too many allocations\n");
-				return 1;
-			}
-			ptrs[nptr] = p;
-			kinds[nptr++] = kind;
-		}
+		if (kind)
+			keep(p, kind, x);
 	}
 	return 0;
 }
