@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/migpro/migpro/demand"
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/geometry"
+	"github.com/migpro/migpro/partitioner/gpu"
 	"github.com/migpro/migpro/plugin"
 )
 
@@ -66,7 +69,7 @@ func (a *Agent) clusterDemand() (*demand.Source, error) {
 		resources[corev1.ResourceName(plugin.ResourceName(a.cfg.Domain, p))] = p
 	}
 	src, err := demand.New(demand.Config{Client: cs, NodeName: a.cfg.NodeName, Domain: a.cfg.Domain,
-		Resources: resources, Provisioner: clusterProvisioner{a}, Logger: a.log, Resync: a.cfg.TrackEvery, Events: true})
+		Resources: resources, Provisioner: newClusterProvisioner(a), Logger: a.log, Resync: a.cfg.TrackEvery, Events: true})
 	if err != nil {
 		return nil, fmt.Errorf("cluster demand: %w", err)
 	}
@@ -75,31 +78,123 @@ func (a *Agent) clusterDemand() (*demand.Source, error) {
 }
 
 // clusterProvisioner is the partitioner as the demand source sees it.
-type clusterProvisioner struct{ a *Agent }
+type clusterProvisioner struct {
+	a *Agent
 
-var _ demand.Provisioner = clusterProvisioner{}
+	mu   sync.Mutex
+	geos map[string]modelGeometry // by GPU model
+}
 
-func (c clusterProvisioner) IdleCount(profile string) int { return c.a.idleCount(profile) }
+type modelGeometry struct {
+	geo      *geometry.Geometry
+	profiles map[string]gpu.Profile
+}
 
-// CanFit asks the partitioner's decision (Plan, no side effects) whether one
-// more instance can be had. Plan prefers reusing an idle instance; when
-// every idle one of the profile is reserved that answer says nothing about
-// making another, so it counts as no (the pod waits until the reserved ones
-// are taken, or another node claims it).
-func (c clusterProvisioner) CanFit(profile string, keep demand.Reserved) bool {
+func newClusterProvisioner(a *Agent) *clusterProvisioner {
+	return &clusterProvisioner{a: a, geos: map[string]modelGeometry{}}
+}
+
+var _ demand.Provisioner = (*clusterProvisioner)(nil)
+
+func (c *clusterProvisioner) IdleCount(profile string) int { return c.a.idleCount(profile) }
+
+// CanFit counts, without side effects, what n more instances of profile
+// could come from: idle ones beyond those keep reserves, then new ones in
+// free space (the partitioner's geometry, on the instances as they are now),
+// or, for a single one when there is neither free space nor any idle
+// instance of the profile, the partitioner's own decision (Plan) if it
+// destroys only unreserved idle instances. These are the ways Provision can
+// make them.
+func (c *clusterProvisioner) CanFit(profile string, n int, keep demand.Reserved) bool {
+	idle := c.a.idleCount(profile)
+	need := n - max(idle-keep[profile], 0)
+	if need <= 0 {
+		return true
+	}
+	free := c.freeRoom(profile, need)
+	if free >= need {
+		return true
+	}
+	if free > 0 || need > 1 || idle > 0 {
+		return false // Plan speaks for one instance, and Provision reclaims only then
+	}
 	plan, err := c.a.part.Plan(profile)
+	return err == nil && plan.Reuse == nil && c.spares(plan, keep)
+}
+
+// freeRoom counts how many more instances of profile fit in free space, up
+// to limit, placing them one by one on every GPU. Instances of one profile
+// never overlap one another's placements, so placing greedily finds them
+// all. A GPU whose instances cannot be laid out in the geometry counts as
+// full.
+func (c *clusterProvisioner) freeRoom(profile string, limit int) int {
+	byGPU := map[int][]partitioner.Instance{}
+	for _, in := range c.a.part.Instances() {
+		byGPU[in.GPU] = append(byGPU[in.GPU], in)
+	}
+	total := 0
+	for _, g := range c.a.part.GPUs() {
+		mg, ok := c.geometry(g.Index)
+		pr, offered := mg.profiles[profile]
+		if !ok || !offered {
+			continue
+		}
+		st, count, full := mg.geo.Empty(), 0, false
+		for _, in := range byGPU[g.Index] {
+			var err error
+			if st, err = mg.geo.Place(st, in.Profile, in.Placement.Start); err != nil {
+				full = true
+				break
+			}
+			if in.Profile == profile {
+				count++
+			}
+		}
+		for !full && total < limit && count < pr.MaxCount {
+			cands := mg.geo.Candidates(st, profile)
+			if len(cands) == 0 {
+				break
+			}
+			st = mg.geo.Add(st, cands[0].Index)
+			count++
+			total++
+		}
+	}
+	return total
+}
+
+// geometry returns a GPU's MIG geometry, built once per model.
+func (c *clusterProvisioner) geometry(index int) (modelGeometry, bool) {
+	dev, ok := c.a.part.Device(index)
+	if !ok {
+		return modelGeometry{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if mg, ok := c.geos[dev.Model()]; ok {
+		return mg, true
+	}
+	profiles, err := dev.Profiles()
 	if err != nil {
-		return false
+		c.a.log.WithError(err).WithField("gpu", index).Warn("cluster demand: read MIG profiles")
+		return modelGeometry{}, false
 	}
-	if plan.Reuse != nil {
-		return c.a.idleCount(profile) > keep[profile]
+	geo, err := geometry.New(profiles, geometry.Config{})
+	if err != nil {
+		c.a.log.WithError(err).WithField("gpu", index).Warn("cluster demand: MIG geometry")
+		return modelGeometry{}, false
 	}
-	return c.spares(plan, keep)
+	mg := modelGeometry{geo: geo, profiles: map[string]gpu.Profile{}}
+	for _, p := range profiles {
+		mg.profiles[p.Name] = p
+	}
+	c.geos[dev.Model()] = mg
+	return mg, true
 }
 
 // spares reports whether a plan destroys only idle instances beyond those
 // keep reserves.
-func (c clusterProvisioner) spares(plan partitioner.Plan, keep demand.Reserved) bool {
+func (c *clusterProvisioner) spares(plan partitioner.Plan, keep demand.Reserved) bool {
 	victims := map[string]int{}
 	for _, st := range plan.Steps {
 		if st.Kind == partitioner.StepDestroy {
@@ -117,7 +212,7 @@ func (c clusterProvisioner) spares(plan partitioner.Plan, keep demand.Reserved) 
 // Provision makes one more idle instance: in free space if there is some,
 // else, as the partitioner's policy chooses, in the space of idle instances
 // nobody reserved.
-func (c clusterProvisioner) Provision(ctx context.Context, profile string, keep demand.Reserved) error {
+func (c *clusterProvisioner) Provision(ctx context.Context, profile string, keep demand.Reserved) error {
 	in, plan, err := c.a.part.Provision(ctx, profile)
 	if err == nil {
 		c.made(in, plan)
@@ -150,6 +245,6 @@ func (c clusterProvisioner) Provision(ctx context.Context, profile string, keep 
 	return nil
 }
 
-func (c clusterProvisioner) made(in partitioner.Instance, plan partitioner.Plan) {
+func (c *clusterProvisioner) made(in partitioner.Instance, plan partitioner.Plan) {
 	c.a.log.WithFields(logrus.Fields{"uuid": in.UUID, "profile": in.Profile, "gpu": in.GPU, "plan": plan.String()}).Info("instance made for cluster demand")
 }

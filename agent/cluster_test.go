@@ -14,28 +14,41 @@ import (
 func TestClusterProvisionerOnAnA100(t *testing.T) {
 	ctx := context.Background()
 	a := newEnv(t, "a100-40gb").start(t)
-	p := clusterProvisioner{a}
-	if !p.CanFit("1g.5gb", nil) {
-		t.Fatal("an empty A100 cannot fit a 1g.5gb")
+	p := newClusterProvisioner(a)
+	fits := func(profile string, n int, keep demand.Reserved, want bool) {
+		t.Helper()
+		if got := p.CanFit(profile, n, keep); got != want {
+			t.Fatalf("CanFit(%s, %d, %v) = %v, want %v (instances %v)", profile, n, keep, got, want, a.part.Instances())
+		}
 	}
-	for i := range 7 {
+	// An empty A100 holds seven 1g.5gb or two 3g.20gb.
+	fits("1g.5gb", 7, nil, true)
+	fits("1g.5gb", 8, nil, false)
+	fits("3g.20gb", 2, nil, true)
+	fits("3g.20gb", 3, nil, false)
+	if err := p.Provision(ctx, "1g.5gb", nil); err != nil {
+		t.Fatal(err)
+	}
+	// One idle 1g.5gb, reserved for a claim: another pod's 1g.5gb still fits
+	// in free space (Plan alone would only offer to reuse the reserved one).
+	fits("1g.5gb", 1, demand.Reserved{"1g.5gb": 1}, true)
+	fits("1g.5gb", 6, demand.Reserved{"1g.5gb": 1}, true)
+	fits("1g.5gb", 7, demand.Reserved{"1g.5gb": 1}, false)
+	fits("1g.5gb", 7, nil, true) // the idle one, unreserved, counts
+	for i := range 6 {
 		if err := p.Provision(ctx, "1g.5gb", nil); err != nil {
-			t.Fatalf("provision 1g.5gb #%d: %v", i+1, err)
+			t.Fatalf("provision 1g.5gb #%d: %v", i+2, err)
 		}
 	}
 	if n := p.IdleCount("1g.5gb"); n != 7 {
 		t.Fatalf("idle 1g.5gb = %d, want 7", n)
 	}
 	// All seven reserved: no spare one, and no room for another.
-	if p.CanFit("1g.5gb", demand.Reserved{"1g.5gb": 7}) {
-		t.Fatal("CanFit with every idle 1g.5gb reserved on a full GPU")
-	}
+	fits("1g.5gb", 1, demand.Reserved{"1g.5gb": 7}, false)
 	// A 3g.20gb needs three 1g.5gb destroyed (slots 4-6). With five of the
 	// seven reserved that is refused and nothing changes...
 	keep := demand.Reserved{"1g.5gb": 5}
-	if p.CanFit("3g.20gb", keep) {
-		t.Fatal("CanFit 3g.20gb although making room would destroy reserved instances")
-	}
+	fits("3g.20gb", 1, keep, false)
 	if err := p.Provision(ctx, "3g.20gb", keep); !errors.Is(err, partitioner.ErrMustWait) {
 		t.Fatalf("provision 3g.20gb over reserved instances: %v, want ErrMustWait", err)
 	}
@@ -44,9 +57,8 @@ func TestClusterProvisionerOnAnA100(t *testing.T) {
 	}
 	// ...with four reserved it destroys three spare ones and makes it.
 	keep = demand.Reserved{"1g.5gb": 4}
-	if !p.CanFit("3g.20gb", keep) {
-		t.Fatal("CanFit 3g.20gb with three spare 1g.5gb")
-	}
+	fits("3g.20gb", 1, keep, true)
+	fits("3g.20gb", 2, keep, false)
 	if err := p.Provision(ctx, "3g.20gb", keep); err != nil {
 		t.Fatalf("provision 3g.20gb: %v", err)
 	}

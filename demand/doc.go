@@ -13,8 +13,8 @@
 //
 // A node claims a pod only if it could serve it: the pod's node selector,
 // required node affinity and taints admit the node, every requested profile
-// is offered here, and either spare idle instances already cover the request
-// or the Provisioner can make one more (a decision without side effects).
+// is offered here, and the Provisioner says (without side effects) that the
+// node can have every instance asked for, idle or new.
 // Idle instances that cover the node's own claims are reserved: they are
 // neither counted twice nor destroyed to make room for another pod.
 //

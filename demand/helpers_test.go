@@ -32,6 +32,9 @@ type fakeProv struct {
 	room  map[string]int // how many more can be made
 	made  int
 	keeps []Reserved // the keep passed to each Provision
+	// optimistic makes CanFit say yes whatever the room, as a node whose
+	// state changes between the check and the provisioning.
+	optimistic bool
 }
 
 func newProv(idle, room map[string]int) *fakeProv {
@@ -44,10 +47,13 @@ func newProv(idle, room map[string]int) *fakeProv {
 	return &fakeProv{idle: idle, room: room}
 }
 
-func (f *fakeProv) CanFit(profile string, _ Reserved) bool {
+func (f *fakeProv) CanFit(profile string, n int, keep Reserved) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.room[profile] > 0
+	if f.optimistic {
+		return true
+	}
+	return max(f.idle[profile]-keep[profile], 0)+f.room[profile] >= n
 }
 
 func (f *fakeProv) Provision(_ context.Context, profile string, keep Reserved) error {

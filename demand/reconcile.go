@@ -165,7 +165,7 @@ func (s *Source) tryClaim(ctx context.Context, p *pass, w wanted, node *corev1.N
 		if s.spare(p, prof) >= w.need[prof] {
 			continue
 		}
-		if !s.cfg.Provisioner.CanFit(prof, p.keep) {
+		if !s.cfg.Provisioner.CanFit(prof, w.need[prof], p.keep) {
 			log.WithField("profile", prof).Debug("not claiming: no room for the profile")
 			return
 		}

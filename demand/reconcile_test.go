@@ -97,6 +97,17 @@ func TestIdleInstanceIsReservedNotCountedTwice(t *testing.T) {
 	}
 }
 
+// A pod asking for more than the node can make is not claimed.
+func TestNoClaimWithoutRoomForAll(t *testing.T) {
+	cs, patches := casClient(t, readyNode("node-a"), migPod("p", map[string]int64{"nvidia.com/mig-1g.5gb": 3}))
+	prov := newProv(map[string]int{"1g.5gb": 1}, map[string]int{"1g.5gb": 1})
+	s := newTestSource(t, cs, "node-a", prov)
+	s.pass(t)
+	if *patches != 0 || prov.madeCount() != 0 {
+		t.Fatalf("claimed a pod asking for 3 with room for 2: %d patches, %d made", *patches, prov.madeCount())
+	}
+}
+
 func TestNoClaimWithoutRoom(t *testing.T) {
 	cs, patches := casClient(t, readyNode("node-a"), migPod("p", map[string]int64{"nvidia.com/mig-3g.20gb": 1}))
 	prov := newProv(nil, map[string]int{"1g.5gb": 7})
@@ -183,10 +194,12 @@ func TestStaleClaimsAreTakenOver(t *testing.T) {
 }
 
 // A node that claimed a pod asking for two instances but can make only one
-// gives the claim up, and does not claim it again until Backoff has passed.
+// (it had room for two when it checked) gives the claim up, and does not
+// claim it again until Backoff has passed.
 func TestGiveUpAndBackOff(t *testing.T) {
 	cs, _ := casClient(t, readyNode("node-a"), migPod("p", map[string]int64{"nvidia.com/mig-1g.5gb": 2}))
 	prov := newProv(nil, map[string]int{"1g.5gb": 1})
+	prov.optimistic = true
 	s := newTestSource(t, cs, "node-a", prov)
 	s.pass(t)
 	pod := getPod(t, cs, "p")

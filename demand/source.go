@@ -25,10 +25,10 @@ type Reserved map[string]int
 
 // Provisioner is the node's partitioner as the demand source sees it.
 type Provisioner interface {
-	// CanFit reports, without side effects, whether the node could make one
-	// more instance of profile now: in free space, or in the space of idle
-	// instances beyond those keep reserves.
-	CanFit(profile string, keep Reserved) bool
+	// CanFit reports, without side effects, whether n instances of profile
+	// beyond those keep reserves can be had now: idle ones nobody reserved,
+	// plus new ones in free space or in the space of unreserved idle ones.
+	CanFit(profile string, n int, keep Reserved) bool
 	// Provision makes one more idle instance of profile, destroying only
 	// idle instances beyond those keep reserves, or fails.
 	Provision(ctx context.Context, profile string, keep Reserved) error

@@ -276,7 +276,7 @@ type countingProv struct {
 	made int
 }
 
-func (p *countingProv) CanFit(string, demand.Reserved) bool { return true }
+func (p *countingProv) CanFit(string, int, demand.Reserved) bool { return true }
 func (p *countingProv) IdleCount(prof string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
