@@ -192,33 +192,60 @@ func TestClusterDemand(t *testing.T) {
 		t.Errorf("pod events %v lack %s and %s", reasons, demand.ReasonClaimed, demand.ReasonProvisioned)
 	}
 
-	// A pod asking for two gets two more instances, both its own. Its
-	// container gets the device nodes of both (a GI and a CI capability
-	// each). NVIDIA_VISIBLE_DEVICES is not checked here: each instance's CDI
-	// spec sets it to its own UUID, so the container sees only one of them.
-	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, demandPod("demand2", 2), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create pod: %v", err)
+	// Two pods at once, one asking for two instances and one for one: the
+	// agent claims both without waiting for either to be scheduled (the
+	// instances it reserves for one do not hide the room left for the other)
+	// and makes three more.
+	// The two-instance pod's container gets the device nodes of both (a GI
+	// and a CI capability each). NVIDIA_VISIBLE_DEVICES is not checked for
+	// it: each instance's CDI spec sets it to its own UUID, so the container
+	// sees only one of them.
+	batch := time.Now()
+	for _, p := range []*corev1.Pod{demandPod("demand2", 2), demandPod("demand3", 1)} {
+		if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod: %v", err)
+		}
 	}
 	waitScheduledRunning(t, cl, "demand2", k.NodeName)
+	waitScheduledRunning(t, cl, "demand3", k.NodeName)
+	t.Logf("both running %v after creation", time.Since(batch).Round(time.Millisecond))
 	podMIGs(t, cl, "demand2")
 	out2 := podLog(t, cl, "demand2")
 	if n := len(regexp.MustCompile(`CAP=nvidia-cap\d+`).FindAllString(out2, -1)); n != 4 {
 		t.Errorf("the two-instance pod sees %d nvidia-caps nodes, want 4 (GI and CI of each):\n%s", n, out2)
 	}
-	eventually(t, "two more instances, in use by demand2", 30*time.Second, func() bool {
+	three := podMIGs(t, cl, "demand3")
+	checkDeviceView(t, podLog(t, cl, "demand3"), three[0])
+	eventually(t, "three more instances, in use by demand2 (2) and demand3 (1)", 30*time.Second, func() bool {
 		st := a.status(t)
-		theirs := 0
+		by := map[string]int{}
 		for _, in := range st.Instances {
-			if in.UUID != uuid && in.Profile == "1g.5gb" && in.State == "in-use" && strings.Contains(in.Pod, "demand2") {
-				theirs++
+			if in.Profile == "1g.5gb" && in.State == "in-use" {
+				if parts := strings.Split(in.Pod, "/"); len(parts) == 3 { // namespace/pod/container
+					by[parts[1]]++
+				}
 			}
 		}
-		return len(st.Instances) == 3 && theirs == 2
+		return len(st.Instances) == 4 && by["demand"] == 1 && by["demand2"] == 2 && by["demand3"] == 1
 	})
-	if by := get("demand2").Annotations[demand.AnnotationClaimedBy]; by != k.NodeName {
-		t.Errorf("demand2 claimed-by %q", by)
+	// Each was claimed before the other was scheduled: neither waited.
+	claimedAt, scheduledAt := map[string]time.Time{}, map[string]time.Time{}
+	for _, name := range []string{"demand2", "demand3"} {
+		p := get(name)
+		if by := p.Annotations[demand.AnnotationClaimedBy]; by != k.NodeName {
+			t.Errorf("%s claimed-by %q", name, by)
+		}
+		claimedAt[name], _ = time.Parse(time.RFC3339, p.Annotations[demand.AnnotationClaimedAt])
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+				scheduledAt[name] = c.LastTransitionTime.Time
+			}
+		}
 	}
-	for _, name := range []string{"demand", "demand2"} {
+	if claimedAt["demand3"].After(scheduledAt["demand2"]) || claimedAt["demand2"].After(scheduledAt["demand3"]) {
+		t.Errorf("one pod waited for the other: claimed %v, scheduled %v", claimedAt, scheduledAt)
+	}
+	for _, name := range []string{"demand", "demand2", "demand3"} {
 		if err := cl.Client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("delete pod %s: %v", name, err)
 		}
