@@ -165,10 +165,24 @@ func (s *Source) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.kick:
+			// Let a burst of pod events settle into one pass: passes read
+			// this node's Node from the API server.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(passGap):
+			}
+			select {
+			case <-s.kick:
+			default:
+			}
 		case <-t.C:
 		}
 	}
 }
+
+// passGap is the least time between a watch event and the pass it starts.
+const passGap = 50 * time.Millisecond
 
 func (s *Source) trigger() {
 	select {
