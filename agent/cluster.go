@@ -96,7 +96,21 @@ func newClusterProvisioner(a *Agent) *clusterProvisioner {
 
 var _ demand.Provisioner = (*clusterProvisioner)(nil)
 
-func (c *clusterProvisioner) IdleCount(profile string) int { return c.a.idleCount(profile) }
+// IdleCount counts the idle instances of profile the device plugin offers
+// the kubelet: complete, healthy, with a CDI spec. An unhealthy idle
+// instance covers no pod.
+func (c *clusterProvisioner) IdleCount(profile string) int {
+	n := 0
+	for _, in := range c.a.part.Instances() {
+		if in.Profile != profile || in.State != partitioner.Idle || !in.Complete() || !c.a.healthy(in) {
+			continue
+		}
+		if _, ok := c.a.cdiName(in.UUID); ok {
+			n++
+		}
+	}
+	return n
+}
 
 // CanFit counts, without side effects, what n more instances of profile
 // could come from: idle ones beyond those keep reserves, then new ones in
@@ -106,8 +120,8 @@ func (c *clusterProvisioner) IdleCount(profile string) int { return c.a.idleCoun
 // destroys only unreserved idle instances. These are the ways Provision can
 // make them.
 func (c *clusterProvisioner) CanFit(profile string, n int, keep demand.Reserved) bool {
-	idle := c.a.idleCount(profile)
-	need := n - max(idle-keep[profile], 0)
+	idle := c.a.idleCount(profile) // what Allocate would reuse, healthy or not
+	need := n - max(c.IdleCount(profile)-keep[profile], 0)
 	if need <= 0 {
 		return true
 	}
@@ -202,7 +216,7 @@ func (c *clusterProvisioner) spares(plan partitioner.Plan, keep demand.Reserved)
 		}
 	}
 	for prof, n := range victims {
-		if c.a.idleCount(prof)-n < keep[prof] {
+		if c.IdleCount(prof)-n < keep[prof] {
 			return false
 		}
 	}

@@ -35,6 +35,17 @@ func TestClusterProvisionerOnAnA100(t *testing.T) {
 	fits("1g.5gb", 6, demand.Reserved{"1g.5gb": 1}, true)
 	fits("1g.5gb", 7, demand.Reserved{"1g.5gb": 1}, false)
 	fits("1g.5gb", 7, nil, true) // the idle one, unreserved, counts
+	// An unhealthy idle instance covers no pod.
+	first := a.part.Instances()[0]
+	a.mu.Lock()
+	a.unhealthy[first.UUID] = true
+	a.mu.Unlock()
+	if n := p.IdleCount("1g.5gb"); n != 0 {
+		t.Fatalf("idle count %d with the only instance unhealthy, want 0", n)
+	}
+	a.mu.Lock()
+	delete(a.unhealthy, first.UUID)
+	a.mu.Unlock()
 	for i := range 6 {
 		if err := p.Provision(ctx, "1g.5gb", nil); err != nil {
 			t.Fatalf("provision 1g.5gb #%d: %v", i+2, err)
