@@ -60,7 +60,10 @@ func (a *AgentClient) Usage(ctx context.Context, id string) (Usage, bool, error)
 	}
 	for _, c := range top.Containers {
 		if c.ID == id {
-			return Usage{Current: c.CurrentBytes, Capacity: c.CapacityBytes}, true, nil
+			// The larger of the two sources, as the predictor reads them:
+			// CurrentBytes is only the newest sample, which may be an NVML
+			// poll that does not see the shim's allocations.
+			return Usage{Current: max(c.ShimBytes, c.NVMLBytes), Capacity: c.CapacityBytes}, true, nil
 		}
 	}
 	return Usage{}, false, nil

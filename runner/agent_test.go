@@ -56,7 +56,7 @@ func TestAgentClientAgainstTheLocalAPI(t *testing.T) {
 		w.Write([]byte(`{"job":{"reason":"time-to-oom-within-lead","forecast":5100273664,"profile":"1g.10gb","fits":true}}`))
 	})
 	mux.HandleFunc("GET /v1/top", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`{"containers":[{"id":"other","currentBytes":1,"capacityBytes":2},{"id":"job","currentBytes":300,"capacityBytes":1000}]}`))
+		w.Write([]byte(`{"containers":[{"id":"other","currentBytes":1,"capacityBytes":2},{"id":"job","currentBytes":0,"shimBytes":300,"nvmlBytes":200,"capacityBytes":1000}]}`))
 	})
 	a := NewAgentClient(serveAgent(t, mux))
 	ctx := context.Background()
