@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,4 +209,72 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// migctl run's exits with real parts: the container's own exit code, the
+// agent's refusal of an unknown profile (2), and SIGINT while the container
+// runs (130, after SIGTERM then SIGKILL to a PID 1 that ignores SIGTERM).
+// Each leaves no instance and no container.
+func TestMigctlRunExitsAndInterrupt(t *testing.T) {
+	a := startAgent(t, "a100-40gb")
+	c := harness.StartContainerd(t)
+	const ns = "migpro-e2e-run"
+	c.ImportArchive(t, ns, harness.BusyboxImage(t))
+	migctl := func(id string, cmdArgs ...string) *exec.Cmd {
+		args := []string{"run", "--socket", a.Socket, "--containerd", c.Socket, "--namespace", ns, "--id", id,
+			"--poll", "100ms", "--stop-timeout", "1s", "--cdi-dir", harness.CDIDir,
+			"--runc-binary", harness.RuncPath, "--runc-root", c.RuncRoot}
+		return exec.Command(migproBin(t, "migctl"), append(args, cmdArgs...)...)
+	}
+	nothingLeft := func(t *testing.T) {
+		t.Helper()
+		if st := a.status(t); len(st.Instances) != 0 {
+			t.Errorf("instances left: %+v", st.Instances)
+		}
+		if ctrs, err := c.Client.Containers(c.Context(ns)); err != nil || len(ctrs) != 0 {
+			t.Errorf("containers left in %s: %d (%v)", ns, len(ctrs), err)
+		}
+	}
+
+	t.Run("exit code", func(t *testing.T) {
+		out, err := migctl("exit7", "--profile", "1g.5gb", harness.BusyboxImageName, "sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; exit 7").Output()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
+			t.Errorf("migctl run: %v, want exit 7", err)
+		}
+		if !strings.HasPrefix(string(out), "MIG-") {
+			t.Errorf("container output %q, want its MIG UUID", out)
+		}
+		nothingLeft(t)
+	})
+
+	t.Run("unknown profile", func(t *testing.T) {
+		out, err := migctl("bad", "--profile", "9g.1tb", harness.BusyboxImageName, "true").CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "offered: [") {
+			t.Errorf("migctl run: %v: %s; want exit 2 with the offered profiles", err, out)
+		}
+		nothingLeft(t)
+	})
+
+	t.Run("SIGINT", func(t *testing.T) {
+		cmd := migctl("sleeper", "--profile", "1g.10gb", harness.BusyboxImageName, "sleep", "600")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the sleeper's container", 30*time.Second, func() bool {
+			ctrs, err := c.Client.Containers(c.Context(ns))
+			return err == nil && len(ctrs) == 1 && len(a.status(t).Instances) == 1
+		})
+		time.Sleep(300 * time.Millisecond) // let the task start
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Errorf("migctl run: %v, want exit 130\n%s", err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "interrupted: stopping sleeper") {
+			t.Errorf("stderr %q", stderr.String())
+		}
+		nothingLeft(t)
+	})
 }
