@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/oci"
+
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
 )
@@ -251,6 +254,33 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 		out, err := migctl("bad", "--profile", "9g.1tb", harness.BusyboxImageName, "true").CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "offered: [") {
 			t.Errorf("migctl run: %v: %s; want exit 2 with the offered profiles", err, out)
+		}
+		nothingLeft(t)
+	})
+
+	t.Run("id in use", func(t *testing.T) {
+		ctx := c.Context(ns)
+		img, err := c.Client.GetImage(ctx, harness.BusyboxImageName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := c.Client.NewContainer(ctx, "taken", client.WithImage(img),
+			client.WithNewSnapshot("taken-own", img), client.WithNewSpec(oci.WithImageConfig(img)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := migctl("taken", "--profile", "1g.5gb", harness.BusyboxImageName, "true").CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `container "taken" already exists`) {
+			t.Errorf("migctl run: %v: %s; want exit 1, id in use", err, out)
+		}
+		if _, err := c.Client.LoadContainer(ctx, "taken"); err != nil {
+			t.Errorf("the other container is gone: %v", err)
+		}
+		if _, err := c.Client.SnapshotService("overlayfs").Stat(ctx, "taken-snapshot"); err == nil {
+			t.Error("a snapshot taken-snapshot was left behind")
+		}
+		if err := other.Delete(ctx, client.WithSnapshotCleanup); err != nil {
+			t.Fatal(err)
 		}
 		nothingLeft(t)
 	})

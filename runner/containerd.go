@@ -162,6 +162,13 @@ func (c *Containerd) Start(ctx context.Context, ct Container) (<-chan Exit, erro
 		opts = append(opts, client.WithRuntime("io.containerd.runc.v2", &options.Options{BinaryName: c.cfg.RuncBinary, Root: c.cfg.RuncRoot}))
 	}
 	opts = append(opts, client.WithNewSpec(specOpts...))
+	// NewContainer makes the snapshot before it finds the id taken, and
+	// leaves it behind: check first.
+	if _, err := c.client.LoadContainer(ctx, ct.ID); err == nil {
+		return nil, fmt.Errorf("container %q already exists in namespace %q: %w", ct.ID, c.cfg.Namespace, errdefs.ErrAlreadyExists)
+	} else if !errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("look up container %q: %w", ct.ID, err)
+	}
 	ctr, err := c.client.NewContainer(ctx, ct.ID, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create container: %w", err)
