@@ -45,6 +45,7 @@ type fakeAgent struct {
 	marksErr error
 	reads    int // successful marks reads
 	offered  []string
+	onMarks  func() // runs inside each Marks call, unlocked
 }
 
 func newFakeAgent(j *journal) *fakeAgent {
@@ -77,6 +78,9 @@ func (a *fakeAgent) Free(_ context.Context, name string) error {
 }
 
 func (a *fakeAgent) Marks(context.Context) (map[string]predictor.Decision, error) {
+	if a.onMarks != nil {
+		a.onMarks()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.marksErr != nil {

@@ -242,6 +242,11 @@ func (r *Runner) watch(ctx context.Context, id string, in Instance, exitC <-chan
 			continue
 		}
 		decided = true
+		select {
+		case ex := <-exitC: // it ended meanwhile: nothing to restart
+			return outcome{}, r.exited(id, ex, res)
+		default:
+		}
 		next, why := r.nextProfile(ctx, in.Profile, d, res.Restarts)
 		what := r.describe(ctx, id, in.Profile, d)
 		if next == "" {

@@ -331,3 +331,15 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Errorf("New(%+v): %v", good, err)
 	}
 }
+
+// A container that ends while its mark is being read is not restarted.
+func TestEndedContainerIsNotRestarted(t *testing.T) {
+	r := newRig()
+	r.a.mark("job", predictor.Decision{Profile: "1g.10gb"})
+	r.a.onMarks = func() { r.e.exit("job", 0) }
+	o := wait(t, r.start(t, context.Background()))
+	if o.err != nil || o.res != (Result{Code: 0, Profile: "1g.5gb"}) {
+		t.Fatalf("result %+v, %v", o.res, o.err)
+	}
+	r.checkJournal(t, "prepare img", "alloc 1g.5gb for job", "start job on dev0: train --epochs=3", "remove job", "free dev0")
+}
