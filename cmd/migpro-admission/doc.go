@@ -1,0 +1,13 @@
+// Command migpro-admission serves the readmission webhook: a mutating
+// admission webhook that, on pod CREATE, rewrites the MIG request of a pod
+// whose controller has a recommendation (a pod evicted because it was
+// predicted to run out of GPU memory comes back asking for the larger
+// profile). See package readmit and docs/readmit.md.
+//
+//	migpro-admission --listen :8443 --tls-cert tls.crt --tls-key tls.key [--kubeconfig FILE]
+//
+// It serves POST /mutate (admission.k8s.io/v1 AdmissionReview) and GET
+// /healthz over HTTPS. Without --kubeconfig it uses the in-cluster config.
+// The certificate and key are re-read when their files change, so a rotated
+// Secret is picked up without a restart.
+package main

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/migpro/migpro/readmit"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "migpro-admission: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("migpro-admission", flag.ContinueOnError)
+	listen := fs.String("listen", ":8443", "HTTPS address to serve /mutate and /healthz on")
+	certFile := fs.String("tls-cert", "", "serving certificate (PEM); required")
+	keyFile := fs.String("tls-key", "", "serving key (PEM); required")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
+	domain := fs.String("domain", readmit.DefaultDomain, "resource name domain: <domain>/mig-<profile>")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	lvl, err := logrus.ParseLevel(*level)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logrus.SetLevel(lvl)
+	logrus.SetFormatter(&logrus.JSONFormatter{})
+	if *certFile == "" || *keyFile == "" {
+		return errors.New("--tls-cert and --tls-key are required (the API server calls webhooks over HTTPS only)")
+	}
+	certs, err := newCertReloader(*certFile, *keyFile)
+	if err != nil {
+		return err
+	}
+	rc, err := restConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	rc.UserAgent = "migpro-admission"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("API client: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mutate", readmit.NewWebhook(readmit.WebhookConfig{Recommendations: readmit.Store{Client: cs},
+		Domain: *domain, Logger: logrus.StandardLogger()}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", *listen, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	logrus.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": *domain}).Info("migpro-admission serving")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no --kubeconfig and no in-cluster config: %w", err)
+	}
+	return cfg, nil
+}

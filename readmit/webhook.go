@@ -1,0 +1,166 @@
+package readmit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Recommender looks up a controller's recommendation; Store is one.
+type Recommender interface {
+	Get(ctx context.Context, namespace string, c Controller) (*Recommendation, error)
+}
+
+// WebhookConfig configures a Webhook.
+type WebhookConfig struct {
+	Recommendations Recommender
+	Domain          string             // default "nvidia.com"
+	Logger          logrus.FieldLogger // default logrus.StandardLogger()
+	// LookupTimeout bounds the recommendation read (default 2 s), well under
+	// the webhook's timeoutSeconds.
+	LookupTimeout time.Duration
+}
+
+// Webhook is the mutating admission handler: on pod CREATE it rewrites the
+// MIG requests of a pod whose controller has a recommendation. It never
+// refuses a pod.
+type Webhook struct{ cfg WebhookConfig }
+
+// NewWebhook returns the handler for the /mutate path.
+func NewWebhook(cfg WebhookConfig) *Webhook {
+	if cfg.Domain == "" {
+		cfg.Domain = DefaultDomain
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	if cfg.LookupTimeout == 0 {
+		cfg.LookupTimeout = 2 * time.Second
+	}
+	return &Webhook{cfg: cfg}
+}
+
+// maxReviewBytes bounds a request body: a pod is at most about 1.5 MB in etcd.
+const maxReviewBytes = 8 << 20
+
+// ServeHTTP answers an AdmissionReview. A body that is not one gets a 400,
+// which the API server treats as a webhook failure: with failurePolicy
+// Ignore the pod is admitted unchanged.
+func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(rw, "POST an admission.k8s.io/v1 AdmissionReview", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, maxReviewBytes))
+	if err != nil {
+		w.cfg.Logger.WithError(err).Warn("readmit webhook: unreadable request")
+		http.Error(rw, "read request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		if err == nil {
+			err = fmt.Errorf("no request in the AdmissionReview")
+		}
+		w.cfg.Logger.WithError(err).Warn("readmit webhook: not an AdmissionReview")
+		http.Error(rw, "not an admission.k8s.io/v1 AdmissionReview: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp := w.Review(r.Context(), review.Request)
+	out := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Response: resp,
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		http.Error(rw, "encode response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Write(b)
+}
+
+// Review decides one admission request. It always allows; it patches a pod
+// whose controller has a recommendation, and warns when it could not look.
+func (w *Webhook) Review(ctx context.Context, req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
+	resp = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	defer func() {
+		if p := recover(); p != nil { // never let a bad request take the webhook down
+			w.cfg.Logger.WithField("panic", fmt.Sprint(p)).Error("readmit webhook: internal error; pod admitted unchanged")
+			resp = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true,
+				Warnings: []string{"migpro-readmit: internal error; pod left unchanged"}}
+		}
+	}()
+	if req.Kind.Kind != "Pod" || req.Resource.Resource != "pods" || req.SubResource != "" || req.Operation != admissionv1.Create {
+		return resp
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		w.cfg.Logger.WithError(err).WithField("namespace", req.Namespace).Warn("readmit webhook: unreadable pod")
+		resp.Warnings = []string{"migpro-readmit: could not read the pod; left unchanged"}
+		return resp
+	}
+	ctrl := metav1.GetControllerOf(&pod)
+	if ctrl == nil || !asksForMIG(&pod, w.cfg.Domain) {
+		return resp
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = pod.Namespace
+	}
+	c := Controller{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID}
+	log := w.cfg.Logger.WithFields(logrus.Fields{"pod": ns + "/" + podName(&pod), "controller": c.String()})
+	lctx, cancel := context.WithTimeout(ctx, w.cfg.LookupTimeout)
+	defer cancel()
+	rec, err := w.cfg.Recommendations.Get(lctx, ns, c)
+	if err != nil {
+		log.WithError(err).Warn("readmit webhook: recommendation unreadable; pod admitted unchanged")
+		resp.Warnings = []string{"migpro-readmit: recommendation unreadable; MIG request left unchanged"}
+		return resp
+	}
+	if rec == nil {
+		return resp
+	}
+	ops, rewrites, warnings := rewritePatch(&pod, rec, w.cfg.Domain)
+	resp.Warnings = warnings
+	if len(ops) == 0 {
+		return resp
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		resp.Warnings = append(resp.Warnings, "migpro-readmit: could not encode the patch; pod left unchanged")
+		return resp
+	}
+	pt := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = patch, &pt
+	for _, rw := range rewrites {
+		log.WithFields(logrus.Fields{"container": rw.Container, "profile": rw.From, "to_profile": rw.To}).
+			Info("readmit webhook: MIG request rewritten to the recommended profile")
+	}
+	return resp
+}
+
+func asksForMIG(pod *corev1.Pod, domain string) bool {
+	for _, c := range pod.Spec.Containers {
+		if len(migResources(c, domain)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// podName is the pod's name, or its generateName prefix at CREATE.
+func podName(pod *corev1.Pod) string {
+	if pod.Name != "" {
+		return pod.Name
+	}
+	return pod.GenerateName + "*"
+}
