@@ -127,6 +127,7 @@ func (w *Webhook) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return resp
 	}
 	if rec == nil {
+		log.Debug("readmit webhook: no recommendation for the pod's controller; unchanged")
 		return resp
 	}
 	ops, rewrites, warnings := rewritePatch(&pod, rec, w.cfg.Domain)
