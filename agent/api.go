@@ -18,9 +18,10 @@ import (
 // The local API: JSON over HTTP on a unix socket, for migctl and for podman
 // and containerd users who have no kubelet.
 const (
-	pathAlloc  = "/v1/alloc"
-	pathFree   = "/v1/free"
-	pathStatus = "/v1/status"
+	pathAlloc    = "/v1/alloc"
+	pathFree     = "/v1/free"
+	pathStatus   = "/v1/status"
+	pathProfiles = "/v1/profiles"
 )
 
 // AllocRequest asks for an instance of a profile.
@@ -95,6 +96,7 @@ func (a *Agent) listenAPI() (*apiServer, error) {
 	mux.HandleFunc("POST "+pathAlloc, a.handleAlloc)
 	mux.HandleFunc("POST "+pathFree, a.handleFree)
 	mux.HandleFunc("GET "+pathStatus, a.handleStatus)
+	mux.HandleFunc("GET "+pathProfiles, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, a.part.Profiles()) })
 	a.mountExtraRoutes(mux)
 	return &apiServer{a: a, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
 }

@@ -46,6 +46,10 @@ func TestLocalAPIAllocStatusFree(t *testing.T) {
 	if len(st.GPUs) != 2 || len(st.Instances) != 1 || st.Instances[0].Owner != "local:job1" || st.Instances[0].CDIName != r.CDIName {
 		t.Fatalf("status %+v", st)
 	}
+	profiles, err := c.Profiles(ctx)
+	if err != nil || len(profiles) == 0 || profiles[0] != "1g.5gb" || profiles[len(profiles)-1] != "7g.80gb" {
+		t.Fatalf("profiles %v %v: want the union of both GPUs, smallest first", profiles, err)
+	}
 	if _, err := c.Alloc(ctx, AllocRequest{Profile: "4g.40gb"}); err != nil {
 		t.Fatalf("4g.40gb next to the 3g: %v", err)
 	}

@@ -47,6 +47,13 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return st, err
 }
 
+// Profiles lists the profiles the node offers, smallest first.
+func (c *Client) Profiles(ctx context.Context) ([]string, error) {
+	var p []string
+	err := c.do(ctx, http.MethodGet, pathProfiles, nil, &p)
+	return p, err
+}
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {

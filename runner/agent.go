@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -69,34 +68,8 @@ func (a *AgentClient) Usage(ctx context.Context, id string) (Usage, bool, error)
 	return Usage{}, false, nil
 }
 
-// probeProfile is a name no GPU offers: the agent refuses it and lists
-// what it offers.
-const probeProfile = "migctl-run-probe"
-
-// Profiles lists the profiles the node offers. The local API has no route
-// for them, so it asks for a profile that does not exist and reads the
-// list from the refusal ("… (offered: [1g.5gb 1g.10gb …])"), which changes
-// nothing on the node.
-func (a *AgentClient) Profiles(ctx context.Context) ([]string, error) {
-	_, err := a.c.Alloc(ctx, agent.AllocRequest{Profile: probeProfile, Owner: "migctl-run"})
-	var bad *agent.BadRequestError
-	if err == nil {
-		return nil, fmt.Errorf("the agent accepted the probe profile %q", probeProfile)
-	}
-	if !errors.As(err, &bad) {
-		return nil, err
-	}
-	return parseOffered(bad.Msg)
-}
-
-func parseOffered(msg string) ([]string, error) {
-	_, rest, ok := strings.Cut(msg, "(offered: [")
-	list, _, ok2 := strings.Cut(rest, "])")
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("no profile list in the agent's answer %q", msg)
-	}
-	return strings.Fields(list), nil
-}
+// Profiles lists the profiles the node offers, smallest first.
+func (a *AgentClient) Profiles(ctx context.Context) ([]string, error) { return a.c.Profiles(ctx) }
 
 func (a *AgentClient) get(ctx context.Context, path string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://migpro"+path, nil)

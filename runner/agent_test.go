@@ -36,6 +36,9 @@ func serveAgent(t *testing.T, h http.Handler) string {
 func TestAgentClientAgainstTheLocalAPI(t *testing.T) {
 	mux := http.NewServeMux()
 	var freed []string
+	mux.HandleFunc("GET /v1/profiles", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode([]string{"1g.5gb", "1g.10gb", "7g.40gb"})
+	})
 	mux.HandleFunc("POST /v1/alloc", func(w http.ResponseWriter, r *http.Request) {
 		var req agent.AllocRequest
 		json.NewDecoder(r.Body).Decode(&req)
@@ -108,7 +111,7 @@ func TestAgentClientErrors(t *testing.T) {
 		t.Error("Usage accepted bad JSON")
 	}
 	if _, err := a.Profiles(ctx); err == nil {
-		t.Error("Profiles without a list in the refusal")
+		t.Error("Profiles from an agent without the route")
 	}
 	if _, err := NewAgentClient("/nonexistent/agent.sock").Marks(ctx); err == nil {
 		t.Error("Marks with no agent")
