@@ -1,0 +1,303 @@
+//go:build e2e
+
+package e2e
+
+// The readmission stack of the e2e tests: the agent's and the webhook's
+// identities with the manifests' RBAC, migpro-admission built from this tree
+// and served with a CA made here, and the manifest's
+// MutatingWebhookConfiguration pointed at it.
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	admregv1 "k8s.io/api/admissionregistration/v1"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/readmit"
+)
+
+// readmitStack is the webhook running and registered, and the agent's
+// identity.
+type readmitStack struct {
+	agentKC string // kubeconfig of the migpro-agent ServiceAccount
+	admLog  string // migpro-admission's log
+}
+
+// startReadmitStack sets up the stack; the agent's ServiceAccount gets
+// rbac-readmit.yaml plus the extra RBAC manifests given (repository paths).
+func startReadmitStack(t *testing.T, cl *harness.Cluster, extraAgentRBAC ...string) *readmitStack {
+	t.Helper()
+	root := repoRoot()
+	agentRBAC := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)
+	for _, f := range extraAgentRBAC {
+		agentRBAC = append(append(agentRBAC, "\n---\n"...), manifestDocs(t, filepath.Join(root, f), nil)...)
+	}
+	st := &readmitStack{agentKC: readmitIdentity(t, cl, "migpro-agent", agentRBAC)}
+	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
+	admKC := readmitIdentity(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
+	caPEM, certFile, keyFile := webhookCerts(t)
+	var url string
+	url, st.admLog = startAdmission(t, admKC, certFile, keyFile, caPEM)
+	registerWebhook(t, cl, admission, url, caPEM)
+	return st
+}
+
+// marker is the Marker as the agent on node runs it: its identity, its node.
+func (st *readmitStack) marker(t *testing.T, node string) *readmit.Marker {
+	logger := logrus.New()
+	logger.SetOutput(testWriter{t})
+	return readmit.NewMarker(clientFor(t, st.agentKC), readmit.WithNodeName(node), readmit.WithLogger(logger),
+		readmit.WithEvictBackoff(wait.Backoff{Duration: 300 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second, Steps: 60}))
+}
+
+// firstPod waits for the trainer's first pod and checks that the API server
+// showed it to the webhook, which left it alone (no recommendation yet).
+func (st *readmitStack) firstPod(t *testing.T, cl *harness.Cluster) *corev1.Pod {
+	t.Helper()
+	old := waitTrainerPod(t, cl.Client, "")
+	if q := old.Spec.Containers[0].Resources.Limits[res1g5]; q.String() != "1" || old.Annotations[readmit.AnnotationReadmitted] != "" {
+		t.Fatalf("first pod: limits %v annotations %v, want it unchanged", old.Spec.Containers[0].Resources.Limits, old.Annotations)
+	}
+	eventually(t, "the API server to call the webhook for the first pod", 30*time.Second, func() bool {
+		return strings.Contains(readFile(st.admLog), "no recommendation for the pod's controller")
+	})
+	return old
+}
+
+// checkReplacement waits for the ReplicaSet's replacement of old and checks
+// that the webhook moved its request to the recommended resource.
+func (st *readmitStack) checkReplacement(t *testing.T, cl *harness.Cluster, old *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	repl := waitTrainerPod(t, cl.Client, old.UID)
+	main := repl.Spec.Containers[0].Resources
+	for name, list := range map[string]corev1.ResourceList{"limits": main.Limits, "requests": main.Requests} {
+		if q, ok := list[res2g10]; !ok || q.String() != "1" {
+			t.Errorf("replacement %s %v: want %s: 1", name, list, res2g10)
+		}
+		if _, ok := list[res1g5]; ok {
+			t.Errorf("replacement %s still ask for %s", name, res1g5)
+		}
+	}
+	if !strings.Contains(repl.Annotations[readmit.AnnotationReadmitted], res2g10) {
+		t.Errorf("replacement annotations %v", repl.Annotations)
+	}
+	if !strings.Contains(readFile(st.admLog), "MIG request rewritten") {
+		t.Errorf("the webhook's log has no rewrite:\n%s", readFile(st.admLog))
+	}
+	t.Logf("replacement %s asks for %v (%s)", repl.Name, main.Limits, repl.Annotations[readmit.AnnotationReadmitted])
+	return repl
+}
+
+func mustCreate(t *testing.T, create func() error) {
+	t.Helper()
+	if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// manifestDocs returns the YAML documents of a manifest file, only those of
+// the given kinds when kinds is not nil, joined again.
+func manifestDocs(t *testing.T, path string, kinds map[string]bool) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep [][]byte
+	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
+		_, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if kinds == nil || kinds[gvk.Kind] {
+			keep = append(keep, doc)
+		}
+	}
+	return bytes.Join(keep, []byte("\n---\n"))
+}
+
+// readmitIdentity makes ServiceAccount sa in migpro-system, applies rbac with
+// the real kubectl and returns a kubeconfig with a token of sa.
+func readmitIdentity(t *testing.T, cl *harness.Cluster, sa string, rbac []byte) string {
+	t.Helper()
+	ctx := context.Background()
+	mustCreate(t, func() error {
+		_, err := cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "migpro-system"}}, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, func() error {
+		_, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").Create(ctx,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: "migpro-system"}}, metav1.CreateOptions{})
+		return err
+	})
+	f := filepath.Join(cl.Dir, sa+"-rbac.yaml")
+	if err := os.WriteFile(f, rbac, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := cl.Kubectl(t, "apply", "-f", f); r.ExitCode != 0 || r.Err != nil {
+		t.Fatalf("kubectl apply %s: exit %d %v\n%s", f, r.ExitCode, r.Err, r.Combined())
+	}
+	tok, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").CreateToken(ctx, sa,
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s: %v", sa, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cl.Server, CertificateAuthority: cl.CAFile}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: sa}
+	kc.CurrentContext = "e2e"
+	path := filepath.Join(cl.Dir, sa+".kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// webhookCerts makes a CA and a serving certificate for 127.0.0.1.
+func webhookCerts(t *testing.T) (caPEM []byte, certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "readmit-e2e-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "migpro-admission"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), certFile, keyFile
+}
+
+// startAdmission builds and runs migpro-admission and waits for /healthz;
+// it returns the webhook URL and the log path.
+func startAdmission(t *testing.T, kubeconfig, certFile, keyFile string, caPEM []byte) (string, string) {
+	t.Helper()
+	bin, err := goBuild(t.TempDir(), "github.com/migpro/migpro/cmd/migpro-admission")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logPath := filepath.Join(t.TempDir(), "admission.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--kubeconfig", kubeconfig, "--log-level", "debug")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		logf.Close()
+		if t.Failed() {
+			t.Logf("migpro-admission log:\n%s", readFile(logPath))
+		}
+	})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	eventually(t, "migpro-admission /healthz", 30*time.Second, func() bool {
+		resp, err := hc.Get("https://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return "https://" + addr + "/mutate", logPath
+}
+
+// registerWebhook creates the manifest's MutatingWebhookConfiguration with
+// its clientConfig pointed at url and trusting caPEM.
+func registerWebhook(t *testing.T, cl *harness.Cluster, manifest, url string, caPEM []byte) {
+	t.Helper()
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(manifestDocs(t, manifest, map[string]bool{"MutatingWebhookConfiguration": true}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mwc := obj.(*admregv1.MutatingWebhookConfiguration)
+	if len(mwc.Webhooks) != 1 || *mwc.Webhooks[0].FailurePolicy != admregv1.Ignore {
+		t.Fatalf("manifest webhook %+v, want one with failurePolicy Ignore", mwc.Webhooks)
+	}
+	mwc.Webhooks[0].ClientConfig = admregv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+	if _, err := cl.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), mwc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("register webhook: %v", err)
+	}
+}
+
+// testWriter sends a logger's lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
