@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -114,4 +115,15 @@ func storedRecommendation(t *testing.T, cs *fake.Clientset) *Recommendation {
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// refuseOnce is a reactor that answers the first eviction with a 429.
+func refuseOnce(done *bool) k8stesting.ReactionFunc {
+	return func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" || *done {
+			return false, nil, nil
+		}
+		*done = true
+		return true, nil, apierrors.NewTooManyRequests("disruption budget", 0)
+	}
 }

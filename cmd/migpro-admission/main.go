@@ -28,31 +28,41 @@ func main() {
 	}
 }
 
-func run(args []string) error {
+// options are the command-line flags.
+type options struct {
+	listen, certFile, keyFile, kubeconfig, domain, level string
+}
+
+func newFlags(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("migpro-admission", flag.ContinueOnError)
-	listen := fs.String("listen", ":8443", "HTTPS address to serve /mutate and /healthz on")
-	certFile := fs.String("tls-cert", "", "serving certificate (PEM); required")
-	keyFile := fs.String("tls-key", "", "serving key (PEM); required")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
-	domain := fs.String("domain", readmit.DefaultDomain, "resource name domain: <domain>/mig-<profile>")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate and /healthz on")
+	fs.StringVar(&o.certFile, "tls-cert", "", "serving certificate (PEM); required")
+	fs.StringVar(&o.keyFile, "tls-key", "", "serving key (PEM); required")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
+	fs.StringVar(&o.domain, "domain", readmit.DefaultDomain, "resource name domain: <domain>/mig-<profile>")
+	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
+	return fs
+}
+
+func run(args []string) error {
+	var o options
+	if err := newFlags(&o).Parse(args); err != nil {
 		return err
 	}
-	lvl, err := logrus.ParseLevel(*level)
+	lvl, err := logrus.ParseLevel(o.level)
 	if err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logrus.SetLevel(lvl)
 	logrus.SetFormatter(&logrus.JSONFormatter{})
-	if *certFile == "" || *keyFile == "" {
+	if o.certFile == "" || o.keyFile == "" {
 		return errors.New("--tls-cert and --tls-key are required (the API server calls webhooks over HTTPS only)")
 	}
-	certs, err := newCertReloader(*certFile, *keyFile)
+	certs, err := newCertReloader(o.certFile, o.keyFile)
 	if err != nil {
 		return err
 	}
-	rc, err := restConfig(*kubeconfig)
+	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -63,19 +73,19 @@ func run(args []string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mutate", readmit.NewWebhook(readmit.WebhookConfig{Recommendations: readmit.Store{Client: cs},
-		Domain: *domain, Logger: logrus.StandardLogger()}))
+		Domain: o.domain, Logger: logrus.StandardLogger()}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", *listen, err)
+		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	logrus.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": *domain}).Info("migpro-admission serving")
+	logrus.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": o.domain}).Info("migpro-admission serving")
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

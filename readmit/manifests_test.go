@@ -1,0 +1,125 @@
+package readmit
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+
+	admregv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// manifestObjects decodes every document of a manifest.
+func manifestObjects(t *testing.T, path string) []runtime.Object {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []runtime.Object
+	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+func clusterRole(t *testing.T, path, name string) *rbacv1.ClusterRole {
+	t.Helper()
+	for _, o := range manifestObjects(t, path) {
+		if r, ok := o.(*rbacv1.ClusterRole); ok && r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("%s: no ClusterRole %s", path, name)
+	return nil
+}
+
+// allows reports whether a core-group rule grants verb on resource[/sub].
+func allows(role *rbacv1.ClusterRole, verb, res, sub string) bool {
+	full := res
+	if sub != "" {
+		full += "/" + sub
+	}
+	for _, r := range role.Rules {
+		if contains(r.APIGroups, "") && contains(r.Resources, full) && (contains(r.Verbs, verb) || contains(r.Verbs, "*")) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkActions fails for every API call the role does not allow.
+func checkActions(t *testing.T, role *rbacv1.ClusterRole, cs *fake.Clientset) {
+	t.Helper()
+	if len(cs.Actions()) == 0 {
+		t.Fatal("no API calls recorded")
+	}
+	for _, a := range cs.Actions() {
+		if !allows(role, a.GetVerb(), a.GetResource().Resource, a.GetSubresource()) {
+			t.Errorf("%s does not allow %s %s/%s", role.Name, a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
+		}
+	}
+}
+
+// The Marker's every API call on its busiest paths (record, evict after a
+// refusal, bump a repeated event) is allowed by rbac-readmit.yaml.
+func TestAgentRBACCoversTheMarker(t *testing.T) {
+	role := clusterRole(t, "../deploy/kubernetes/rbac-readmit.yaml", "migpro-agent-readmit")
+	cs, m := newMarker(t, testPod(true))
+	refused := false
+	cs.PrependReactor("create", "pods", refuseOnce(&refused))
+	if _, err := m.Handle(context.Background(), testMark()); err != nil {
+		t.Fatal(err)
+	}
+	m.event(context.Background(), testPod(true), "Normal", ReasonEvicted, "again") // create
+	m.event(context.Background(), testPod(true), "Normal", ReasonEvicted, "again") // get + update
+	checkActions(t, role, cs)
+}
+
+// The webhook only reads ConfigMaps, which admission.yaml's role allows, and
+// the manifest registers it as the docs say.
+func TestAdmissionManifest(t *testing.T) {
+	path := "../deploy/kubernetes/admission.yaml"
+	role := clusterRole(t, path, "migpro-admission")
+	cs, _ := newMarker(t)
+	if _, err := (Store{Client: cs}).Get(context.Background(), ns, testCtrl); err != nil {
+		t.Fatal(err)
+	}
+	checkActions(t, role, cs)
+	if allows(role, "update", "configmaps", "") || allows(role, "create", "configmaps", "") {
+		t.Error("the webhook must not be able to write recommendations")
+	}
+	var mwc *admregv1.MutatingWebhookConfiguration
+	for _, o := range manifestObjects(t, path) {
+		if w, ok := o.(*admregv1.MutatingWebhookConfiguration); ok {
+			mwc = w
+		}
+	}
+	if mwc == nil || len(mwc.Webhooks) != 1 {
+		t.Fatalf("want one MutatingWebhookConfiguration with one webhook, got %+v", mwc)
+	}
+	w := mwc.Webhooks[0]
+	switch {
+	case w.FailurePolicy == nil || *w.FailurePolicy != admregv1.Ignore:
+		t.Error("failurePolicy must be Ignore: a down webhook must never block pods")
+	case w.SideEffects == nil || *w.SideEffects != admregv1.SideEffectClassNone:
+		t.Error("sideEffects must be None")
+	case w.TimeoutSeconds == nil || *w.TimeoutSeconds > 10:
+		t.Error("timeoutSeconds must be small")
+	case w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != "/mutate":
+		t.Error("the service path must be /mutate")
+	case len(w.Rules) != 1 || len(w.Rules[0].Operations) != 1 || w.Rules[0].Operations[0] != admregv1.Create ||
+		len(w.Rules[0].Resources) != 1 || w.Rules[0].Resources[0] != "pods":
+		t.Errorf("rules %+v, want pod CREATE only", w.Rules)
+	case w.NamespaceSelector == nil || w.ObjectSelector == nil:
+		t.Error("namespaceSelector and objectSelector must be set")
+	}
+}
