@@ -19,8 +19,9 @@ var DefaultEvictBackoff = wait.Backoff{Duration: 5 * time.Second, Factor: 2, Jit
 
 // evict evicts the pod through the Eviction API (policy/v1), which honours
 // PodDisruptionBudgets. A 429 (the budget allows no disruption now) is
-// retried with backoff; the first refusal is reported as an Event. A pod
-// already gone counts as evicted.
+// retried with backoff, and so is a 409 while the same pod is still there;
+// the first refusal is reported as an Event. A pod already gone, terminating
+// or replaced by a newer one of its name counts as evicted.
 func (m *Marker) evict(ctx context.Context, pod *corev1.Pod, msg string) error {
 	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}}
@@ -33,14 +34,18 @@ func (m *Marker) evict(ctx context.Context, pod *corev1.Pod, msg string) error {
 			return nil
 		case apierrors.IsNotFound(err):
 			return nil // already gone
-		case apierrors.IsConflict(err) && pod.UID != "":
-			// The UID precondition failed: the pod of that name is a newer one.
-			return nil
+		case apierrors.IsConflict(err):
+			// The UID precondition failed (the pod of that name is a newer
+			// one), or the API server lost an update race: look again.
+			cur, gerr := m.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(gerr) || gerr == nil && (cur.UID != pod.UID || cur.DeletionTimestamp != nil) {
+				return nil
+			}
 		case !apierrors.IsTooManyRequests(err):
 			return fmt.Errorf("evict: %w", err)
 		}
 		blocked++
-		if blocked == 1 {
+		if blocked == 1 && apierrors.IsTooManyRequests(err) {
 			m.event(ctx, pod, corev1.EventTypeWarning, ReasonEvictionBlocked,
 				fmt.Sprintf("%s; eviction refused, retrying with backoff: %v", msg, err))
 		}

@@ -235,3 +235,47 @@ func TestHandleIgnores(t *testing.T) {
 		})
 	}
 }
+
+func TestEvictConflict(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, rsName+"-abcde", errors.New("precondition failed"))
+	t.Run("same pod: retried", func(t *testing.T) {
+		cs, m := newMarker(t, testPod(true))
+		once := false
+		cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() == "eviction" && !once {
+				once = true
+				return true, nil, conflict
+			}
+			return false, nil, nil
+		})
+		out, err := m.Handle(context.Background(), testMark())
+		if err != nil || !out.Evicted || count(cs, "create", "pods", "eviction") != 2 {
+			t.Fatalf("%+v %v, %d attempts", out, err, count(cs, "create", "pods", "eviction"))
+		}
+		if _, err := cs.CoreV1().Pods(ns).Get(context.Background(), rsName+"-abcde", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Error("the retry did not evict")
+		}
+	})
+	t.Run("newer pod: done", func(t *testing.T) {
+		cs, m := newMarker(t, testPod(true))
+		cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "eviction" {
+				return false, nil, nil
+			}
+			// A newer pod of the same name replaced the marked one.
+			newer := testPod(true)
+			newer.UID = "newer"
+			if err := cs.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, newer, ns); err != nil {
+				t.Fatal(err)
+			}
+			return true, nil, conflict
+		})
+		out, err := m.Handle(context.Background(), testMark())
+		if err != nil || !out.Evicted || count(cs, "create", "pods", "eviction") != 1 {
+			t.Fatalf("%+v %v, %d attempts", out, err, count(cs, "create", "pods", "eviction"))
+		}
+		if p, _ := cs.CoreV1().Pods(ns).Get(context.Background(), rsName+"-abcde", metav1.GetOptions{}); p == nil || p.UID != "newer" {
+			t.Error("the newer pod must be left alone")
+		}
+	})
+}
