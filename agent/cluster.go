@@ -64,6 +64,7 @@ func (a *Agent) clusterDemand() (*demand.Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster demand: API client: %w", err)
 	}
+	a.startReadmit(cs)
 	resources := map[corev1.ResourceName]string{}
 	for _, p := range a.part.Profiles() {
 		resources[corev1.ResourceName(plugin.ResourceName(a.cfg.Domain, p))] = p

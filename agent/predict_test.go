@@ -45,20 +45,9 @@ func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const rampFor = 3 * time.Second // from 10% to 100% of the instance
-	start := time.Now()
-	var markedAt uint64
-	for time.Since(start) < rampFor {
-		frac := 0.1 + 0.9*float64(time.Since(start))/float64(rampFor)
-		used := uint64(frac * float64(capacity))
-		e.node.SetInstanceMemoryUsed(0, gi(grow.UUID), used)
+	markedAt := rampUntilMarked(t, e, a, grow.UUID, "grower", func() {
 		e.node.SetInstanceMemoryUsed(0, gi(flat.UUID), capacity/3)
-		if _, ok := getMarks(t, a.cfg.Socket)["grower"]; ok {
-			markedAt = used
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
 	marks := getMarks(t, a.cfg.Socket)
 	d, ok := marks["grower"]
 	if !ok || markedAt == 0 {
@@ -81,9 +70,43 @@ func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 	}
 }
 
+// rampUntilMarked grows an instance's used memory from 10% to 100% of its
+// capacity over three seconds, as the NVML poller sees it, and returns the
+// used bytes at which container id was marked (0 if it never was). each runs
+// at every step.
+func rampUntilMarked(t *testing.T, e *testEnv, a *Agent, uuid, id string, each func()) uint64 {
+	t.Helper()
+	in, _ := a.part.Find(uuid)
+	_, capacity, err := a.InstanceMemory(uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rampFor = 3 * time.Second
+	start := time.Now()
+	for time.Since(start) < rampFor {
+		frac := 0.1 + 0.9*float64(time.Since(start))/float64(rampFor)
+		used := uint64(frac * float64(capacity))
+		e.node.SetInstanceMemoryUsed(in.GPU, in.GIID, used)
+		if each != nil {
+			each()
+		}
+		if _, ok := getMarks(t, a.cfg.Socket)[id]; ok {
+			return used
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return 0
+}
+
 func register(t *testing.T, socket, id, uuid string) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"id": id, "pid": os.Getpid(), "migUUIDs": []string{uuid}})
+	registerWith(t, socket, map[string]any{"id": id, "pid": os.Getpid(), "migUUIDs": []string{uuid}})
+}
+
+func registerWith(t *testing.T, socket string, reg map[string]any) {
+	t.Helper()
+	id := reg["id"]
+	body, _ := json.Marshal(reg)
 	resp, err := unixHTTP(socket).Post("http://agent/v1/containers", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
