@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
 )
 
 // Client talks to a running agent's local API.
@@ -45,6 +47,20 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
 	err := c.do(ctx, http.MethodGet, pathStatus, nil, &st)
 	return st, err
+}
+
+// Marks reads the predictor's marks, by container id.
+func (c *Client) Marks(ctx context.Context) (map[string]predictor.Decision, error) {
+	var m map[string]predictor.Decision
+	err := c.do(ctx, http.MethodGet, "/v1/marks", nil, &m)
+	return m, err
+}
+
+// Top reads every registered container's memory, as migctl top shows it.
+func (c *Client) Top(ctx context.Context) (telemetryapi.Top, error) {
+	var top telemetryapi.Top
+	err := c.do(ctx, http.MethodGet, "/v1/top", nil, &top)
+	return top, err
 }
 
 // Profiles lists the profiles the node offers, smallest first.
