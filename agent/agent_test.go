@@ -282,3 +282,36 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestIdleTimeoutReapsButKeepsTheWarmPool(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.IdleTimeout = time.Millisecond
+	e.cfg.WarmPool = map[string]int{"1g.5gb": 1}
+	a := e.start(t)
+	ctx := context.Background()
+	a.Maintain(ctx) // the warm pool makes one idle 1g.5gb
+	held, err := a.Alloc(ctx, AllocRequest{Profile: "2g.10gb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spare, err := a.Alloc(ctx, AllocRequest{Profile: "3g.20gb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.part.Release(spare.UUID)
+	a.markIdle(spare.UUID)
+	time.Sleep(5 * time.Millisecond)
+	a.Maintain(ctx)
+	if _, err := a.part.Find(spare.UUID); !errors.Is(err, partitioner.ErrUnknownInstance) {
+		t.Fatalf("idle 3g.20gb past the timeout still there: %v", err)
+	}
+	if _, err := a.part.Find(held.UUID); err != nil {
+		t.Fatalf("in-use instance reaped: %v", err)
+	}
+	if n := a.idleCount("1g.5gb"); n != 1 {
+		t.Fatalf("warm pool holds %d idle 1g.5gb after reaping, want 1", n)
+	}
+	if got := specFiles(t, e.cfg.CDISpecDir); len(got) != 2 {
+		t.Fatalf("specs %v, want the held and the warm instance only", got)
+	}
+}
