@@ -63,6 +63,13 @@ func (c *Client) Top(ctx context.Context) (telemetryapi.Top, error) {
 	return top, err
 }
 
+// Register registers a container for telemetry, as the OCI hook does.
+func (c *Client) Register(ctx context.Context, r telemetryapi.Registration) (telemetryapi.Endpoint, error) {
+	var ep telemetryapi.Endpoint
+	err := c.do(ctx, http.MethodPost, "/v1/containers", r, &ep)
+	return ep, err
+}
+
 // Profiles lists the profiles the node offers, smallest first.
 func (c *Client) Profiles(ctx context.Context) ([]string, error) {
 	var p []string

@@ -24,6 +24,7 @@ func runDemo(args []string, stdout io.Writer) error {
 	spec := fs.String("simulate", defaultDemoNode, "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…]")
 	seed := fs.Int64("seed", 7, "seed of the request stream and simulated UUIDs")
 	n := fs.Int("requests", 40, "number of allocate and release operations")
+	noPredict := fs.Bool("no-predict", false, "skip the second act (prediction and move on the real agent)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func runDemo(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Simulated node %s, policy reachability, %d operations (seed %d)\n\n", *spec, *n, *seed)
+	fmt.Fprintf(stdout, "Act 1: the partitioner on a simulated node %s, policy reachability, %d operations (seed %d)\n\n", *spec, *n, *seed)
 	ops := demoStream(part.Profiles(), *n, *seed)
 	got, err := replayDemo(part, ops, stdout)
 	if err != nil {
@@ -64,7 +65,10 @@ func runDemo(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nThe same stream with first-fit placement: served %d, %d had to wait, %d NVML steps.\n", base.served, base.waited, base.steps)
-	return nil
+	if *noPredict {
+		return nil
+	}
+	return demoPrediction(stdout, *seed)
 }
 
 type demoStats struct{ served, waited, steps int }
