@@ -21,9 +21,7 @@ type procKey struct {
 
 // proc is one shim process of a container.
 type proc struct {
-	cur, peak     uint64
-	seq           uint64
-	total         uint64
+	cur, seq      uint64
 	allocs, frees uint64
 }
 
@@ -226,7 +224,7 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 	// and must not wrap the container's totals.
 	c.allocs += m.Allocs - min(m.Allocs, p.allocs)
 	c.frees += m.Frees - min(m.Frees, p.frees)
-	p.cur, p.peak, p.total, p.allocs, p.frees = m.Current, m.Peak, m.Total, max(p.allocs, m.Allocs), max(p.frees, m.Frees)
+	p.cur, p.allocs, p.frees = m.Current, max(p.allocs, m.Allocs), max(p.frees, m.Frees)
 	c.shimPeak = max(c.shimPeak, c.shimCur, m.Peak)
 	if m.Total > 0 && c.capacity == 0 {
 		c.capacity = m.Total
