@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
-	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/migpro/migpro/internal/atomicfile"
 )
 
 // stateStore is where a node with WithStateFile saves its driver state.
@@ -30,7 +30,7 @@ func (d *driver) attachStateFile(path string) error {
 	if err := lockStateFile(abs); err != nil {
 		return err
 	}
-	removeStaleTemps(abs)
+	atomicfile.RemoveStaleTemps(abs) // only the lock holder saves, so none is in flight
 	data, err := os.ReadFile(abs)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -90,68 +90,17 @@ func (d *driver) persistLocked() error {
 }
 
 // write replaces the file atomically: a reader or a crash sees the old
-// state or the new one, never a mix. The temp file is fsynced before the
-// rename and the directory after it, so a saved change survives power loss
-// as well as a killed process.
+// state or the new one, never a mix. Durable, so a saved change survives
+// power loss as well as a killed process.
 func (s *stateStore) write(st State) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode simulated driver state: %w", err)
 	}
-	data = append(data, '\n')
-	dir, base := filepath.Split(s.path)
-	tmp, err := os.CreateTemp(dir, base+tempInfix+"*")
-	if err != nil {
-		return fmt.Errorf("save simulated driver state %s: %w", s.path, err)
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("save simulated driver state %s: %w", s.path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("save simulated driver state %s: sync: %w", s.path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save simulated driver state %s: %w", s.path, err)
-	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
-		return fmt.Errorf("save simulated driver state %s: %w", s.path, err)
-	}
-	committed = true
-	if dh, err := os.Open(dir); err == nil {
-		// The rename is done; a directory that cannot be synced only
-		// weakens durability against power loss, so it is not an error.
-		_ = dh.Sync()
-		dh.Close()
+	if err := atomicfile.WriteFile(s.path, append(data, '\n'), 0o600, atomicfile.Options{Durable: true}); err != nil {
+		return fmt.Errorf("save simulated driver state: %w", err)
 	}
 	return nil
-}
-
-// tempInfix names a save's temp file: "<state file>.tmp-<random>".
-const tempInfix = ".tmp-"
-
-// removeStaleTemps deletes temp files a save interrupted by a crash left.
-// Only the lock holder calls it, so no save of another process is running.
-func removeStaleTemps(path string) {
-	dir, base := filepath.Split(path)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), base+tempInfix) {
-			p := filepath.Join(dir, e.Name())
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				logrus.WithError(err).WithField("path", p).Warn("could not remove a simulated driver state temp file")
-			}
-		}
-	}
 }
 
 // The writer's lock is a POSIX record lock on "<state file>.lock". Such

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/migpro/migpro/internal/atomicfile"
 	"github.com/migpro/migpro/partitioner/gpu"
 	"github.com/migpro/migpro/partitioner/gpu/sim"
 )
@@ -112,7 +113,7 @@ func TestStateCorruptFileIsAnError(t *testing.T) {
 func TestStateCrashMidSave(t *testing.T) {
 	path, good := savedState(t)
 	// A save killed before its rename leaves a half-written temp file.
-	tmp := path + ".tmp-123456"
+	tmp := filepath.Join(filepath.Dir(path), atomicfile.TempPrefix(path)+"123456.tmp")
 	if err := os.WriteFile(tmp, good[:len(good)/3], 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestStateCrashMidSave(t *testing.T) {
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("stray temp file not cleaned: %v", err)
 	}
-	if left, _ := filepath.Glob(path + ".tmp-*"); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), atomicfile.TempPrefix(path)+"*")); len(left) != 0 {
 		t.Fatalf("temp files after a save: %v", left)
 	}
 }
