@@ -205,6 +205,11 @@ func (a *Agent) cdiName(uuid string) (string, bool) {
 func (a *Agent) healthy(in partitioner.Instance) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.healthyLocked(in)
+}
+
+// healthyLocked is healthy for callers that hold a.mu.
+func (a *Agent) healthyLocked(in partitioner.Instance) bool {
 	return !a.unhealthy[in.UUID] && !a.unhealthy[gpuKey(in.GPU)]
 }
 

@@ -22,17 +22,23 @@ func newInventory(a *Agent) *inventory {
 
 func (inv *inventory) Profiles() []string { return inv.a.part.Profiles() }
 
+// Devices runs on every kubelet Allocate and ListAndWatch wake-up: it takes
+// the agent's lock once for the whole list, not twice per instance.
 func (inv *inventory) Devices(profile string) []plugin.Device {
+	insts := inv.a.part.Instances()
+	a := inv.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	var out []plugin.Device
-	for _, in := range inv.a.part.Instances() {
+	for _, in := range insts {
 		if in.Profile != profile || !in.Complete() || (in.State != partitioner.Idle && in.State != partitioner.InUse) {
 			continue
 		}
-		name, ok := inv.a.cdiName(in.UUID)
+		name, ok := a.cdiNames[in.UUID]
 		if !ok {
 			continue
 		}
-		out = append(out, plugin.Device{ID: in.UUID, CDIName: name, Healthy: inv.a.healthy(in)})
+		out = append(out, plugin.Device{ID: in.UUID, CDIName: name, Healthy: a.healthyLocked(in)})
 	}
 	return out
 }
