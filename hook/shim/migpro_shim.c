@@ -58,7 +58,7 @@
  * static array and bumps it with plain (unlocked) stores; the sender sums the
  * blocks. Threads beyond the array share one block with atomic adds. */
 static unsigned long long cur_bytes, peak_bytes, total_mem;
-static unsigned long long seq, last_send_ns, untracked;
+static unsigned long long seq, last_send_ns;
 static unsigned int dropped;
 
 struct tcount {
@@ -258,11 +258,18 @@ typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
 typedef CUresult (*info_fn)(size_t *, size_t *);
 typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
 
+/* track records a live allocation under its pointer or handle. A full table
+ * leaves it out; its free then asks the driver (pointers) or counts nothing
+ * (handles). */
+static void track(struct slot *t, unsigned bits, unsigned long long key, unsigned long long n)
+{
+	tbl_put(t, bits, key, n);
+	account_alloc(n);
+}
+
 static void track_ptr(CUdeviceptr p, unsigned long long n)
 {
-	if (!tbl_put(ptr_tbl, PTR_BITS, p, n))
-		ADD(&untracked, 1);
-	account_alloc(n);
+	track(ptr_tbl, PTR_BITS, p, n);
 }
 
 /* forget_ptr runs before the real free, while the driver can still tell the
@@ -281,12 +288,12 @@ static unsigned long long forget_ptr(CUdeviceptr p, int *known)
 	return n;
 }
 
-static CUresult finish_free(CUresult r, CUdeviceptr p, unsigned long long n, int known)
+static CUresult finish_free(struct slot *t, unsigned bits, CUresult r, unsigned long long key, unsigned long long n, int known)
 {
 	if (r == CUDA_SUCCESS)
 		account_free(n);
 	else if (known)
-		tbl_put(ptr_tbl, PTR_BITS, p, n); /* the free failed: still live */
+		tbl_put(t, bits, key, n); /* the free failed: still live */
 	return r;
 }
 
@@ -372,7 +379,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	int known;
 	unsigned long long n = forget_ptr(p, &known);
-	return finish_free(f(p), p, n, known);
+	return finish_free(ptr_tbl, PTR_BITS, f(p), p, n, known);
 }
 
 static CUresult free_async(enum slot_id slot, CUdeviceptr p, CUstream stream)
@@ -383,7 +390,7 @@ static CUresult free_async(enum slot_id slot, CUdeviceptr p, CUstream stream)
 	int known;
 	unsigned long long n = forget_ptr(p, &known);
 	/* Counted at enqueue time: the program no longer holds it. */
-	return finish_free(f(p, stream), p, n, known);
+	return finish_free(ptr_tbl, PTR_BITS, f(p, stream), p, n, known);
 }
 
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream stream)
@@ -402,11 +409,8 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, c
 	if (f == NULL)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = f(handle, size, prop, flags);
-	if (r == CUDA_SUCCESS) {
-		if (!tbl_put(handle_tbl, HANDLE_BITS, *handle, size))
-			ADD(&untracked, 1);
-		account_alloc(size);
-	}
+	if (r == CUDA_SUCCESS)
+		track(handle_tbl, HANDLE_BITS, *handle, size);
 	return r;
 }
 
@@ -417,12 +421,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	unsigned long long n = 0;
 	int known = tbl_take(handle_tbl, HANDLE_BITS, handle, &n);
-	CUresult r = f(handle);
-	if (r == CUDA_SUCCESS)
-		account_free(n);
-	else if (known)
-		tbl_put(handle_tbl, HANDLE_BITS, handle, n);
-	return r;
+	return finish_free(handle_tbl, HANDLE_BITS, f(handle), handle, n, known);
 }
 
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)

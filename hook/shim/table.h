@@ -10,8 +10,8 @@
  * kept here. Open addressing with linear probing over a static array: no
  * malloc, no lock. A slot's key is claimed by CAS; EMPTY ends a probe, TOMB
  * (a freed slot) does not, and is reused by later inserts. Probes are bounded,
- * so a full table costs a bounded scan and the allocation is merely counted
- * as untracked (its free then asks the driver for the size). The array is
+ * so a full table costs a bounded scan and the allocation is merely left
+ * out (its free then asks the driver for the size). The array is
  * BSS: untouched pages cost nothing in processes that never allocate. */
 #define KEY_EMPTY 0ull
 #define KEY_TOMB 1ull /* neither is ever a device pointer or handle */
