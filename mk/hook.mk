@@ -16,7 +16,7 @@ shim: $(BIN)/libmigpro-shim.so
 
 SHIM_SRC = $(wildcard hook/shim/*.c)
 
-$(BIN)/libmigpro-shim.so: $(SHIM_SRC) hook/shim/shim.h
+$(BIN)/libmigpro-shim.so: $(SHIM_SRC) $(wildcard hook/shim/*.h)
 	@mkdir -p $(BIN)
 	gcc $(SHIM_CFLAGS) -o $@ $(SHIM_SRC) -ldl
 
