@@ -114,18 +114,29 @@ func (a *Agent) reapIdle(ctx context.Context) {
 	if a.cfg.IdleTimeout <= 0 {
 		return
 	}
-	for _, in := range a.part.Instances() {
+	insts := a.part.Instances()
+	// Idle counts come from the same snapshot, kept current as instances
+	// go, rather than a fresh Instances() per candidate.
+	idle := map[string]int{}
+	for _, in := range insts {
+		if in.State == partitioner.Idle && in.Complete() {
+			idle[in.Profile]++
+		}
+	}
+	for _, in := range insts {
 		if in.State != partitioner.Idle || !in.Complete() {
 			continue
 		}
 		a.mu.Lock()
 		since, ok := a.idleSince[in.UUID]
 		a.mu.Unlock()
-		if !ok || time.Since(since) < a.cfg.IdleTimeout || a.idleCount(in.Profile) <= a.cfg.WarmPool[in.Profile] {
+		if !ok || time.Since(since) < a.cfg.IdleTimeout || idle[in.Profile] <= a.cfg.WarmPool[in.Profile] {
 			continue
 		}
 		if err := a.part.Destroy(ctx, in.UUID); err != nil {
 			a.log.WithError(err).WithField("uuid", in.UUID).Warn("reap idle instance")
+			continue
 		}
+		idle[in.Profile]--
 	}
 }
