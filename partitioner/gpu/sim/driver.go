@@ -166,21 +166,21 @@ func (g *gpuState) usedSlicesLocked() int {
 	return n
 }
 
-func (g *gpuState) sortedGIsLocked() []*giState {
-	out := make([]*giState, 0, len(g.gis))
-	for _, gi := range g.gis {
-		out = append(out, gi)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
-}
+func (g *gpuState) sortedGIsLocked() []*giState { return byID(g.gis) }
 
-func (gi *giState) sortedCIsLocked() []*ciState {
-	out := make([]*ciState, 0, len(gi.cis))
-	for _, ci := range gi.cis {
-		out = append(out, ci)
+func (gi *giState) sortedCIsLocked() []*ciState { return byID(gi.cis) }
+
+// byID lists a map's values in order of their id keys.
+func byID[T any](m map[int]T) []T {
+	ids := make([]int, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	sort.Ints(ids)
+	out := make([]T, len(ids))
+	for i, id := range ids {
+		out[i] = m[id]
+	}
 	return out
 }
 
