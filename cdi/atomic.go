@@ -4,8 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/migpro/migpro/internal/atomicfile"
 )
 
 // The CDI library's own Cache.WriteSpec also renames a temp file into place,
@@ -26,18 +24,9 @@ import (
 
 const specFileMode = 0o644
 
-// writeFileAtomic writes data to dir/name through a temp file in dir. check
-// runs on the complete temp file before the rename; if it fails, nothing is
-// left behind.
-func writeFileAtomic(dir, name string, data []byte, durable bool, check func(path string) error) error {
-	return atomicfile.WriteFile(filepath.Join(dir, name), data, specFileMode, atomicfile.Options{Durable: durable, Check: check})
-}
-
-// syncDir makes a rename or removal in dir durable.
-func syncDir(dir string) { atomicfile.SyncDir(dir) }
-
 // removeStaleTemps deletes the temp files a crashed writer left in dir for
-// final names starting with prefix.
+// final names starting with prefix: atomicfile.RemoveStaleTemps does this for
+// one target, the Writer needs it for every spec of its kind.
 func removeStaleTemps(dir, prefix string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {

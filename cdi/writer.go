@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/migpro/migpro/internal/atomicfile"
 	"github.com/migpro/migpro/partitioner/gpu"
 	"github.com/sirupsen/logrus"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
@@ -128,15 +129,15 @@ func (w *Writer) Write(i Instance, paths gpu.DriverPaths) (string, error) {
 	name := spec.Devices[0].Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	err = writeFileAtomic(w.dir, w.fileName(name), data, w.fsync, func(tmp string) error {
+	opt := atomicfile.Options{Durable: w.fsync, Check: func(tmp string) error {
 		// Read the bytes back the way a runtime will, with the library's
 		// validation (version, names, edits).
 		if _, err := cdiapi.ReadSpec(tmp, 0); err != nil {
 			return fmt.Errorf("invalid spec: %w", err)
 		}
 		return nil
-	})
-	if err != nil {
+	}}
+	if err := atomicfile.WriteFile(filepath.Join(w.dir, w.fileName(name)), data, specFileMode, opt); err != nil {
 		return "", fmt.Errorf("cdi: write spec for %s: %w", i, err)
 	}
 	qn := parser.QualifiedName(w.vendor, w.class, name)
@@ -185,7 +186,7 @@ func (w *Writer) Remove(uuid string) error {
 		return fmt.Errorf("cdi: remove spec of %s: %w", uuid, err)
 	}
 	if w.fsync {
-		syncDir(w.dir)
+		atomicfile.SyncDir(w.dir)
 	}
 	w.log.WithField("instance", uuid).Debug("CDI spec removed")
 	return nil
