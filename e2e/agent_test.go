@@ -32,7 +32,8 @@ var (
 	agentBinErr  error
 )
 
-// migproBin builds migpro-agent, migctl and migpro-hook from this tree.
+// migproBin builds migpro-agent, migctl, migpro-hook and migpro-admission
+// from this tree, once per test process, and returns the path of name.
 func migproBin(t testing.TB, name string) string {
 	t.Helper()
 	agentBinOnce.Do(func() {
@@ -42,7 +43,7 @@ func migproBin(t testing.TB, name string) string {
 		if agentBinErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", agentBinDir+"/", "./cmd/migpro-agent", "./cmd/migctl", "./cmd/migpro-hook")
+		cmd := exec.Command("go", "build", "-o", agentBinDir+"/", "./cmd/migpro-agent", "./cmd/migctl", "./cmd/migpro-hook", "./cmd/migpro-admission")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {

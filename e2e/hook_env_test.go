@@ -70,21 +70,15 @@ func newHookEnv(t *testing.T) *hookEnv {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	e := &hookEnv{samples: map[string][]telemetry.Sample{}}
-	buildOnce.Do(func() {
+	shimOnce.Do(func() {
 		// Built once per test binary into the git-ignored e2e/.work.
 		work, _ := filepath.Abs(filepath.Join(".work", "hook"))
-		if built.art, buildErr = shimtest.Build(filepath.Join(work, "art")); buildErr != nil {
-			return
-		}
-		if built.hookBin, buildErr = goBuild(work, "../cmd/migpro-hook"); buildErr != nil {
-			return
-		}
-		built.migctl, buildErr = goBuild(work, "../cmd/migctl")
+		shimArt, shimErr = shimtest.Build(filepath.Join(work, "art"))
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if shimErr != nil {
+		t.Fatal(shimErr)
 	}
-	e.art, e.hookBin, e.migctl = built.art, built.hookBin, built.migctl
+	e.art, e.hookBin, e.migctl = shimArt, migproBin(t, "migpro-hook"), migproBin(t, "migctl")
 	// No pid check: deregistration must come from the poststop hook.
 	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")), telemetry.WithPIDCheck(nil))
 	if err != nil {
@@ -118,21 +112,10 @@ func newHookEnv(t *testing.T) *hookEnv {
 }
 
 var (
-	buildOnce sync.Once
-	built     struct {
-		art             shimtest.Artifacts
-		hookBin, migctl string
-	}
-	buildErr error
+	shimOnce sync.Once
+	shimArt  shimtest.Artifacts
+	shimErr  error
 )
-
-func goBuild(dir, pkg string) (string, error) {
-	out := filepath.Join(dir, filepath.Base(pkg))
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out, nil
-}
 
 // rootfs makes a root filesystem with the pattern program, the flooder and
 // the stub libcuda in /app, plus the host's libc and loader they need.

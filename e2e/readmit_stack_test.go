@@ -234,10 +234,7 @@ func webhookCerts(t *testing.T) (caPEM []byte, certFile, keyFile string) {
 // it returns the webhook URL and the log path.
 func startAdmission(t *testing.T, kubeconfig, certFile, keyFile string, caPEM []byte) (string, string) {
 	t.Helper()
-	bin, err := goBuild(t.TempDir(), "github.com/migpro/migpro/cmd/migpro-admission")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := migproBin(t, "migpro-admission")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
