@@ -57,7 +57,6 @@ type watched struct {
 	first          time.Time
 	shim, nvml     uint64 // latest used bytes by source
 	requested      uint64
-	tracking       bool
 	lastObservedAt time.Time
 }
 
@@ -104,6 +103,7 @@ func (w *watch) run(ctx context.Context) error {
 func (w *watch) onSample(id string, s telemetry.Sample) {
 	w.mu.Lock()
 	st, ok := w.started[id]
+	needStart := !ok // the container's first sample starts its predictor
 	if !ok {
 		st = &watched{first: s.At}
 		w.started[id] = st
@@ -113,8 +113,6 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 	} else {
 		st.nvml = s.UsedBytes
 	}
-	needStart := !st.tracking
-	st.tracking = true
 	used, requested, t := max(st.shim, st.nvml), st.requested, s.At.Sub(st.first).Seconds()
 	if !s.At.After(st.lastObservedAt) && !needStart {
 		w.mu.Unlock()
