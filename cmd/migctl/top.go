@@ -1,18 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
 )
 
@@ -41,14 +41,16 @@ func runTop(args []string, stdout io.Writer) error {
 	if *output != "text" && *output != "json" {
 		return usagef("--output %q: want text or json", *output)
 	}
+	client := agent.NewClient(*socket)
+	enc := json.NewEncoder(stdout)
 	for i := 1; ; i++ {
-		top, raw, err := fetchTop(*socket, *timeout)
+		top, err := fetchTop(client, *socket, *timeout)
 		if err != nil {
 			return err
 		}
 		if *output == "json" {
 			// One JSON document per line, so a watch stream is JSON Lines.
-			_, err = stdout.Write(append(bytes.TrimSpace(raw), '\n'))
+			err = enc.Encode(top)
 		} else {
 			if *watch > 0 {
 				fmt.Fprintf(stdout, "%s\n", time.Now().Format(time.TimeOnly))
@@ -65,33 +67,17 @@ func runTop(args []string, stdout io.Writer) error {
 	}
 }
 
-// fetchTop asks the agent for GET /v1/top and returns it decoded and raw
-// (the JSON output passes the agent's answer through unchanged).
-func fetchTop(socket string, timeout time.Duration) (telemetryapi.Top, []byte, error) {
-	var top telemetryapi.Top
-	client := &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		}},
+// fetchTop asks the agent for GET /v1/top, each request bounded by timeout.
+func fetchTop(c *agent.Client, socket string, timeout time.Duration) (telemetryapi.Top, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	top, err := c.Top(ctx)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// The request never got an answer: keep top's hint.
+		return top, fmt.Errorf("asking the agent at %s (is migpro-agent running?): %w", socket, ue)
 	}
-	resp, err := client.Get("http://migpro-agent/v1/top")
-	if err != nil {
-		return top, nil, fmt.Errorf("asking the agent at %s (is migpro-agent running?): %w", socket, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return top, nil, fmt.Errorf("reading the agent's answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return top, nil, fmt.Errorf("agent answered %s: %s", resp.Status, strings.TrimSpace(string(raw)))
-	}
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return top, nil, fmt.Errorf("decoding the agent's answer: %w", err)
-	}
-	return top, raw, nil
+	return top, err
 }
 
 func writeTopText(w io.Writer, top telemetryapi.Top, now time.Time) error {
