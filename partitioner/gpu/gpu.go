@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -35,6 +36,21 @@ type Profile struct {
 	MaxCount int `json:"maxCount"`
 	// Placements lists every legal placement, whatever is occupied.
 	Placements []Placement `json:"placements"`
+}
+
+// SortProfiles orders profiles by compute slices, then memory, then id, so
+// listings read from the smallest instance up and are stable.
+func SortProfiles(ps []Profile) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if a.Slices != b.Slices {
+			return a.Slices < b.Slices
+		}
+		if a.MemoryMiB != b.MemoryMiB {
+			return a.MemoryMiB < b.MemoryMiB
+		}
+		return a.ID < b.ID
+	})
 }
 
 // Instance is a GPU instance and, once made, its single full-size compute instance.

@@ -127,16 +127,7 @@ func (d *Device) loadProfilesLocked() error {
 			Kind: gpu.ErrNotSupported,
 		}
 	}
-	sort.SliceStable(profiles, func(i, j int) bool {
-		a, b := profiles[i], profiles[j]
-		if a.Slices != b.Slices {
-			return a.Slices < b.Slices
-		}
-		if a.MemoryMiB != b.MemoryMiB {
-			return a.MemoryMiB < b.MemoryMiB
-		}
-		return a.ID < b.ID
-	})
+	gpu.SortProfiles(profiles)
 	d.profiles, d.infos = profiles, infos
 	return nil
 }

@@ -186,21 +186,6 @@ func ModelProfiles(name string) ([]gpu.Profile, error) {
 		}
 		out = append(out, p)
 	}
-	SortProfiles(out)
+	gpu.SortProfiles(out)
 	return out, nil
-}
-
-// SortProfiles orders profiles by compute slices, then memory, then id, so
-// listings read from the smallest instance up and are stable.
-func SortProfiles(ps []gpu.Profile) {
-	sort.SliceStable(ps, func(i, j int) bool {
-		a, b := ps[i], ps[j]
-		if a.Slices != b.Slices {
-			return a.Slices < b.Slices
-		}
-		if a.MemoryMiB != b.MemoryMiB {
-			return a.MemoryMiB < b.MemoryMiB
-		}
-		return a.ID < b.ID
-	})
 }
