@@ -141,13 +141,7 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 
 // notifyMark hands a mark to the subscribers with the container's identity.
 func (w *watch) notifyMark(id string, d predictor.Decision, subs []func(Mark)) {
-	m := Mark{Decision: d}
-	for _, c := range w.svc.Top().Containers {
-		if c.ID == id {
-			m.Container = telemetry.Registration{ID: c.ID, MIGUUIDs: c.MIGUUIDs, PodNamespace: c.PodNamespace,
-				PodName: c.PodName, PodUID: c.PodUID, ContainerName: c.ContainerName}
-		}
-	}
+	m := Mark{Decision: d, Container: w.registration(id)}
 	if len(m.Container.MIGUUIDs) > 0 {
 		m.UUID = m.Container.MIGUUIDs[0]
 		if in, err := w.a.part.Find(m.UUID); err == nil {
@@ -159,18 +153,26 @@ func (w *watch) notifyMark(id string, d predictor.Decision, subs []func(Mark)) {
 	}
 }
 
+// registration is what container id registered with, read from the
+// telemetry service's list; zero if it is not registered.
+func (w *watch) registration(id string) telemetry.Registration {
+	for _, c := range w.svc.Top().Containers {
+		if c.ID == id {
+			return telemetry.Registration{ID: c.ID, MIGUUIDs: c.MIGUUIDs, PodNamespace: c.PodNamespace,
+				PodName: c.PodName, PodUID: c.PodUID, ContainerName: c.ContainerName}
+		}
+	}
+	return telemetry.Registration{}
+}
+
 // startPredictor sizes a container's predictor to its instance and the
 // profiles of its GPU.
 func (w *watch) startPredictor(id string) error {
-	var uuid string
-	for _, c := range w.svc.Top().Containers {
-		if c.ID == id && len(c.MIGUUIDs) > 0 {
-			uuid = c.MIGUUIDs[0]
-		}
-	}
-	if uuid == "" {
+	reg := w.registration(id)
+	if len(reg.MIGUUIDs) == 0 {
 		return fmt.Errorf("container has no MIG instance")
 	}
+	uuid := reg.MIGUUIDs[0]
 	_, total, err := w.a.InstanceMemory(uuid)
 	if err != nil {
 		return err
