@@ -61,14 +61,11 @@ func runEstimate(args []string, stdout io.Writer) error {
 	if *margin < 0 || *margin > 10 {
 		return usagef("--margin %v: want a fraction such as 0.1", *margin)
 	}
-	profs, err := sim.ModelProfiles(*model)
+	profs, err := modelProfileSizes(*model)
 	if err != nil {
 		return usagef("--gpu: %v", err)
 	}
-	est := estimator.Estimator{GPU: strings.ToUpper(*model), Margin: *margin}
-	for _, p := range profs {
-		est.Profiles = append(est.Profiles, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
-	}
+	est := estimator.Estimator{GPU: strings.ToUpper(*model), Margin: *margin, Profiles: profs}
 	if est.ContextBytes, err = parseCapacity(*context); err != nil {
 		return usagef("--context: %v", err)
 	}
@@ -112,6 +109,20 @@ func runEstimate(args []string, stdout io.Writer) error {
 	}
 	// A need no profile can hold is an answer, not bad input: exit 1.
 	return err
+}
+
+// modelProfileSizes is a simulated GPU model's profiles as the estimator
+// sizes them.
+func modelProfileSizes(model string) ([]estimator.ProfileSize, error) {
+	profs, err := sim.ModelProfiles(model)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]estimator.ProfileSize, 0, len(profs))
+	for _, p := range profs {
+		out = append(out, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
+	}
+	return out, nil
 }
 
 // parseCount reads a count such as 7000000000, 7e9, 7B or 350M.

@@ -114,12 +114,8 @@ func parsePredict(args []string) (predictOpts, error) {
 		return opt, usagef("--context: %v", err)
 	}
 	if *model != "" {
-		profs, err := sim.ModelProfiles(*model)
-		if err != nil {
+		if opt.profiles, err = modelProfileSizes(*model); err != nil {
 			return opt, usagef("--gpu: %v", err)
-		}
-		for _, p := range profs {
-			opt.profiles = append(opt.profiles, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
 		}
 	}
 	if opt.paths = fs.Args(); len(opt.paths) == 0 {
