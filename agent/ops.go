@@ -79,14 +79,14 @@ func (a *Agent) uuidOfCDIDevice(dev string) string {
 // Status describes every GPU and instance.
 func (a *Agent) Status() Status {
 	st := Status{GPUs: a.part.GPUs()}
-	for _, in := range a.part.Instances() {
-		name, _ := a.cdiName(in.UUID)
-		si := StatusInstance{Instance: in, CDIName: name, Healthy: a.healthy(in)}
-		a.mu.Lock()
+	insts := a.part.Instances()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, in := range insts {
+		si := StatusInstance{Instance: in, CDIName: a.cdiNames[in.UUID], Healthy: a.healthyLocked(in)}
 		if p, ok := a.podOf[in.UUID]; ok {
 			si.Pod = p.String()
 		}
-		a.mu.Unlock()
 		st.Instances = append(st.Instances, si)
 	}
 	return st
