@@ -214,7 +214,3 @@ func (g *Geometry) ProfileNames() []string {
 
 // MaximalLayouts is how many fully configured layouts the counted shapes form.
 func (g *Geometry) MaximalLayouts() int { return len(g.reach.tables[blocked{}].maximal) }
-
-// ValidStates is how many valid states of counted shapes exist (the size of
-// the reachability table).
-func (g *Geometry) ValidStates() int { return len(g.reach.tables[blocked{}].count) }

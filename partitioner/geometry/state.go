@@ -1,9 +1,6 @@
 package geometry
 
-import (
-	"fmt"
-	"math/bits"
-)
+import "fmt"
 
 // maxShapes bounds the per-shape counters kept inline in a State, so states
 // stay comparable values that cost nothing to copy.
@@ -23,12 +20,6 @@ type State struct {
 
 // Empty is the state of a GPU with no instances.
 func (g *Geometry) Empty() State { return State{} }
-
-// Count is how many instances of a shape the state holds.
-func (s State) Count(shape int) int { return int(s.counts[shape]) }
-
-// Len is how many instances the state holds.
-func (s State) Len() int { return bits.OnesCount64(s.Mask) }
 
 // CanAdd reports whether option o can be placed: its slots are free, the
 // compute slices suffice and the shape's instance count is not exhausted.
@@ -90,15 +81,6 @@ func (g *Geometry) Candidates(s State, profile string) []Option {
 		if g.CanAdd(s, o) {
 			out = append(out, g.Options[o])
 		}
-	}
-	return out
-}
-
-// Options lists the placed options of a state in index order.
-func (g *Geometry) Placed(s State) []Option {
-	var out []Option
-	for m := s.Mask; m != 0; m &= m - 1 {
-		out = append(out, g.Options[bits.TrailingZeros64(m)])
 	}
 	return out
 }
