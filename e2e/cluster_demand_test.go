@@ -8,63 +8,21 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/migpro/migpro/demand"
 	"github.com/migpro/migpro/e2e/harness"
 )
-
-// agentIdentity makes the agent's ServiceAccount (migpro-agent in
-// migpro-system), applies deploy/rbac-demand.yaml with the real kubectl and
-// returns a kubeconfig with a token of that ServiceAccount: the agent runs
-// with exactly the RBAC the docs give it.
-func agentIdentity(t *testing.T, cl *harness.Cluster) string {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "migpro-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "migpro-agent", Namespace: "migpro-system"}}
-	if _, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create service account: %v", err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	rbac := filepath.Join(filepath.Dir(filepath.Dir(file)), "deploy", "rbac-demand.yaml")
-	if r := cl.Kubectl(t, "apply", "-f", rbac); r.ExitCode != 0 || r.Err != nil {
-		t.Fatalf("kubectl apply %s: exit %d %v\n%s", rbac, r.ExitCode, r.Err, r.Combined())
-	}
-	tok, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").CreateToken(ctx, "migpro-agent",
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for migpro-agent: %v", err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cl.Server, CertificateAuthority: cl.CAFile}
-	kc.AuthInfos["migpro-agent"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "migpro-agent"}
-	kc.CurrentContext = "e2e"
-	path := filepath.Join(cl.Dir, "migpro-agent.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func ptrInt64(v int64) *int64 { return &v }
 
 // watchPod records every version of a pod the API server reports.
 type podWatch struct {
@@ -117,7 +75,8 @@ func TestClusterDemand(t *testing.T) {
 	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c, Cluster: cl})
 	c.ImportArchive(t, "k8s.io", harness.BusyboxImage(t))
 	cl.WaitNodeReady(t, k.NodeName, 60*time.Second)
-	kubeconfig := agentIdentity(t, cl)
+	// The agent runs with exactly the RBAC the docs give it.
+	kubeconfig := serviceAccountKubeconfig(t, cl, "migpro-agent", manifestDocs(t, filepath.Join(repoRoot(), "deploy/rbac-demand.yaml"), nil))
 
 	// No warm pool: the GPU starts empty.
 	a := startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),

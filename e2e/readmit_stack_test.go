@@ -61,9 +61,9 @@ func startReadmitStack(t *testing.T, cl *harness.Cluster, extraAgentRBAC ...stri
 	for _, f := range extraAgentRBAC {
 		agentRBAC = append(append(agentRBAC, "\n---\n"...), manifestDocs(t, filepath.Join(root, f), nil)...)
 	}
-	st := &readmitStack{agentKC: readmitIdentity(t, cl, "migpro-agent", agentRBAC)}
+	st := &readmitStack{agentKC: serviceAccountKubeconfig(t, cl, "migpro-agent", agentRBAC)}
 	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
-	admKC := readmitIdentity(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
+	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
 	caPEM, certFile, keyFile := webhookCerts(t)
 	var url string
 	url, st.admLog = startAdmission(t, admKC, certFile, keyFile, caPEM)
@@ -150,9 +150,10 @@ func manifestDocs(t *testing.T, path string, kinds map[string]bool) []byte {
 	return bytes.Join(keep, []byte("\n---\n"))
 }
 
-// readmitIdentity makes ServiceAccount sa in migpro-system, applies rbac with
-// the real kubectl and returns a kubeconfig with a token of sa.
-func readmitIdentity(t *testing.T, cl *harness.Cluster, sa string, rbac []byte) string {
+// serviceAccountKubeconfig makes ServiceAccount sa in migpro-system (or keeps
+// the existing one), applies rbac with the real kubectl and returns a
+// kubeconfig with a token of sa.
+func serviceAccountKubeconfig(t *testing.T, cl *harness.Cluster, sa string, rbac []byte) string {
 	t.Helper()
 	ctx := context.Background()
 	mustCreate(t, func() error {
@@ -187,6 +188,8 @@ func readmitIdentity(t *testing.T, cl *harness.Cluster, sa string, rbac []byte) 
 	}
 	return path
 }
+
+func ptrInt64(v int64) *int64 { return &v }
 
 func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 	t.Helper()
