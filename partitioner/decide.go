@@ -101,17 +101,19 @@ func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, 
 			if profileCount(s, profile, skip) >= pr.MaxCount {
 				continue
 			}
-			st := s.state(skip)
+			st, keys := current, []int(nil)
+			if len(skip) > 0 {
+				st = s.state(skip)
+				for k := range skip {
+					keys = append(keys, k)
+				}
+				sort.Ints(keys)
+			}
 			for _, o := range s.geo.Candidates(st, profile) {
 				if !pin.allows(s.dev.Index(), o.Placement.Start) {
 					continue
 				}
 				after := s.geo.Reachable(s.geo.Add(st, o.Index))
-				keys := make([]int, 0, len(skip))
-				for k := range skip {
-					keys = append(keys, k)
-				}
-				sort.Ints(keys)
 				consider(choice{
 					Candidate: Candidate{GPU: s.dev.Index(), Start: o.Placement.Start, Before: before, After: after,
 						UsedSlices: current.Slices, Destroys: len(skip)},
