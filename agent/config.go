@@ -33,9 +33,6 @@ type Config struct {
 	PluginDir string
 	// Domain prefixes resource names: <Domain>/mig-<profile>.
 	Domain string
-	// PodResourcesSocket is the kubelet's PodResources API; empty turns use
-	// tracking through the kubelet off.
-	PodResourcesSocket string
 	// Kubeconfig and NodeName turn the cluster demand source on (see
 	// cluster.go): an empty Kubeconfig means in-cluster config when
 	// KUBERNETES_SERVICE_HOST is set, otherwise off.
