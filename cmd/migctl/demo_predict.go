@@ -11,7 +11,6 @@ import (
 
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/estimator"
-	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/partitioner/gpu/sim"
 	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
 )
@@ -105,11 +104,7 @@ func moveTo(ctx context.Context, stdout io.Writer, a *agent.Agent, c *agent.Clie
 	if err != nil {
 		return err
 	}
-	insts := make([]partitioner.Instance, 0, len(st.Instances))
-	for _, in := range st.Instances {
-		insts = append(insts, in.Instance)
-	}
-	drawLayouts(stdout, st.GPUs, insts)
+	drawStatus(stdout, st)
 	return nil
 }
 

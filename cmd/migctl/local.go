@@ -109,11 +109,7 @@ func runStatus(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	var insts []partitioner.Instance
-	for _, in := range st.Instances {
-		insts = append(insts, in.Instance)
-	}
-	drawLayouts(stdout, st.GPUs, insts)
+	drawStatus(stdout, st)
 	for _, in := range st.Instances {
 		line := fmt.Sprintf("%-44s %-10s GPU %d slot %d  %-7s", in.UUID, in.Profile, in.GPU, in.Placement.Start, in.State)
 		if in.Owner != "" {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -59,6 +60,15 @@ func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instan
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// drawStatus draws the layouts of an agent's status answer.
+func drawStatus(w io.Writer, st agent.Status) {
+	insts := make([]partitioner.Instance, len(st.Instances))
+	for i, in := range st.Instances {
+		insts[i] = in.Instance
+	}
+	drawLayouts(w, st.GPUs, insts)
 }
 
 func instanceAt(insts []partitioner.Instance, slot int) (partitioner.Instance, bool) {
