@@ -3,42 +3,18 @@ package hook
 import (
 	"errors"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/predictor/telemetry"
 	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
 )
 
-// agent runs the real telemetry Service behind its handler on a unix socket.
-func agent(t testing.TB, opts ...telemetry.Option) (*telemetry.Service, string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s, err := telemetry.New(append([]telemetry.Option{telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "agent.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: s.Handler()}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close(); s.Close() })
-	return s, sock
-}
-
 func TestClientRegisterDeregister(t *testing.T) {
-	s, sock := agent(t)
+	s, sock := telemetrytest.Serve(t)
 	c := Client{Socket: sock, Timeout: time.Second}
 	ep, err := c.Register(telemetryapi.Registration{ID: "c1", PID: 1, MIGUUIDs: []string{"MIG-1"}, PodName: "p"})
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
 )
 
 // fakeContainer starts a process in a private mount namespace, standing in
@@ -89,7 +91,7 @@ func snapshotDir(t testing.TB, dir string) []string {
 
 func TestInjectMountsSocketDirReadOnly(t *testing.T) {
 	pid := fakeContainer(t)
-	_, sock := agent(t)
+	_, sock := telemetrytest.Serve(t)
 	_ = sock
 	rootfs := t.TempDir()
 	sockDir := t.TempDir()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
 )
 
 // bundleFor writes a bundle whose config points at rootfs and carries env.
@@ -32,7 +34,7 @@ func stateJSON(id string, pid int, bundle, status string) *strings.Reader {
 }
 
 func TestRunRegistersInjectsAndDeregisters(t *testing.T) {
-	s, sock := agent(t)
+	s, sock := telemetrytest.Serve(t)
 	pid := fakeContainer(t)
 	rootfs := t.TempDir()
 	bundle := bundleFor(t, rootfs, "NVIDIA_VISIBLE_DEVICES=MIG-11111111-2222-3333-4444-555555555555")
@@ -85,7 +87,7 @@ func TestRunFailOpenAndClosed(t *testing.T) {
 }
 
 func TestRunHostileRootfsLeavesNoRegistration(t *testing.T) {
-	s, sock := agent(t)
+	s, sock := telemetrytest.Serve(t)
 	pid := fakeContainer(t)
 	rootfs := t.TempDir()
 	os.MkdirAll(filepath.Join(rootfs, "run"), 0o755)

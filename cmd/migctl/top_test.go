@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/migpro/migpro/predictor/telemetry"
 	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
 )
 
 type fakeMem struct{}
@@ -21,16 +18,7 @@ func (fakeMem) InstanceMemory(string) (uint64, uint64, error) { return 3 << 30, 
 
 func topAgent(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "top")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s, err := telemetry.New(telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, sock := telemetrytest.Serve(t)
 	if _, err := s.Register(telemetryapi.Registration{ID: "0123456789abcdef", MIGUUIDs: []string{"MIG-a"}, PodNamespace: "ns", PodName: "p", ContainerName: "c"}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +26,6 @@ func topAgent(t *testing.T) string {
 		t.Fatal(err)
 	}
 	s.PollOnce(fakeMem{})
-	sock := filepath.Join(dir, "agent.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: s.Handler()}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
 	return sock
 }
 

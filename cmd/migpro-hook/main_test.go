@@ -5,8 +5,6 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +16,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/hook"
-	"github.com/migpro/migpro/predictor/telemetry"
+	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
 )
 
 var (
@@ -138,24 +136,7 @@ func BenchmarkHookStart(b *testing.B) {
 		b.Skip("needs root for mount namespaces")
 	}
 	bin := hookBinary(b)
-	state, err := os.MkdirTemp("", "hb")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(state)
-	s, err := telemetry.New(telemetry.WithStateDir(state), telemetry.WithPIDCheck(nil))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	sock := filepath.Join(state, "agent.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: s.Handler()}
-	go srv.Serve(l)
-	defer srv.Close()
+	s, sock := telemetrytest.Serve(b)
 	rootfs := b.TempDir()
 	bundle := b.TempDir()
 	os.WriteFile(filepath.Join(bundle, "config.json"), []byte(`{"root":{"path":"`+rootfs+`"},"process":{"env":["NVIDIA_VISIBLE_DEVICES=MIG-1"]}}`), 0o600)

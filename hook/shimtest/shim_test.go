@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/predictor/telemetry"
+	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
 )
 
 var (
@@ -45,16 +46,7 @@ func TestMain(m *testing.M) {
 
 func service(t *testing.T) (*telemetry.Service, telemetry.Endpoint) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "st")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s, err := telemetry.New(telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := telemetrytest.New(t)
 	ep, err := s.Register(telemetry.Registration{ID: "ctr"})
 	if err != nil {
 		t.Fatal(err)
@@ -184,17 +176,7 @@ func TestShimWithoutAgentOrCUDA(t *testing.T) {
 // of interleaved blocks); overhead-ns/pair is the target (< 100).
 func BenchmarkShimAllocFreePair(b *testing.B) {
 	a := artifacts(b)
-	dir, err := os.MkdirTemp("", "sb")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	s, err := telemetry.New(telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ep, err := s.Register(telemetry.Registration{ID: "bench"})
+	ep, err := telemetrytest.New(b).Register(telemetry.Registration{ID: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
