@@ -19,6 +19,12 @@ import (
 const migResource = "nvidia.com/mig-1g.5gb"
 
 func migPod(name string) string {
+	return devicePod(name, migResource, devScript+"; sleep 600")
+}
+
+// devicePod is a host-network pod whose one busybox container asks for one
+// of resource and runs script.
+func devicePod(name, resource, script string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -35,7 +41,7 @@ spec:
     resources:
       limits:
         %s: 1
-`, name, harness.BusyboxImageName, devScript+"; sleep 600", migResource)
+`, name, harness.BusyboxImageName, script, resource)
 }
 
 // registeredDevices reads the kubelet's device-plugin checkpoint: the device

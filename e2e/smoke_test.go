@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -149,23 +148,7 @@ func TestSmokeKubelet(t *testing.T) {
 // what its container saw.
 func runSmokeStaticPod(t *testing.T, k *harness.Kubelet, name string) {
 	t.Helper()
-	k.WriteStaticPod(t, name, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: default
-spec:
-  hostNetwork: true
-  restartPolicy: Never
-  containers:
-  - name: main
-    image: %s
-    imagePullPolicy: Never
-    command: ["sh", "-c", %q]
-    resources:
-      limits:
-        %s: 1
-`, name, harness.BusyboxImageName, smokeScript+"; sleep 600", smokeKind))
+	k.WriteStaticPod(t, name, devicePod(name, smokeKind, smokeScript+"; sleep 600"))
 	k.WaitPodRunning(t, name, 60*time.Second)
 	var out string
 	deadline := time.Now().Add(20 * time.Second)
