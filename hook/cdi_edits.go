@@ -87,7 +87,7 @@ func CDIEdits(c EditsConfig) Edits {
 	}
 	env := []string{"LD_PRELOAD=" + ContainerShim, "MIGPRO_TELEMETRY_SOCKET=" + ContainerSocket}
 	if c.IntervalMs > 0 {
-		env = append(env, "MIGPRO_TELEMETRY_INTERVAL_MS="+itoa(c.IntervalMs))
+		env = append(env, "MIGPRO_TELEMETRY_INTERVAL_MS="+strconv.Itoa(c.IntervalMs))
 	}
 	return Edits{
 		Env: env,
@@ -101,8 +101,6 @@ func CDIEdits(c EditsConfig) Edits {
 		},
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // ContainerEdits converts e to the CDI spec type, ready for the cdi
 // package's WithExtraEdits. (specs-go has no dependencies, so this costs the
