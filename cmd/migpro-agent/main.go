@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -26,28 +25,29 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("migpro-agent", flag.ContinueOnError)
 	var cfg agent.Config
+	def := agent.Config{}.Defaults() // the flags' defaults are the agent's own
 	fs.StringVar(&cfg.Simulate, "simulate", "", "run on simulated GPUs, e.g. a100-40gb:2,h100-80gb (default: real NVML)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed for simulated UUIDs")
 	fs.StringVar(&cfg.SimRoot, "sim-root", "", "directory of the simulated GPUs' device nodes and driver state (default <state-dir>/sim)")
-	fs.StringVar(&cfg.Socket, "socket", "/run/migpro/agent.sock", "local API unix socket")
-	fs.StringVar(&cfg.StateDir, "state-dir", "/var/lib/migpro", "directory of the checkpoint")
-	fs.StringVar(&cfg.CDISpecDir, "cdi-dir", "/var/run/cdi", "CDI spec directory")
-	fs.StringVar(&cfg.CDIKind, "cdi-kind", "migpro.dev/mig", "CDI kind of the instances")
+	fs.StringVar(&cfg.Socket, "socket", def.Socket, "local API unix socket")
+	fs.StringVar(&cfg.StateDir, "state-dir", def.StateDir, "directory of the checkpoint")
+	fs.StringVar(&cfg.CDISpecDir, "cdi-dir", def.CDISpecDir, "CDI spec directory")
+	fs.StringVar(&cfg.CDIKind, "cdi-kind", def.CDIKind, "CDI kind of the instances")
 	fs.StringVar(&cfg.PluginDir, "plugin-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugin directory; empty disables the plugins")
-	fs.StringVar(&cfg.Domain, "domain", "nvidia.com", "resource name domain: <domain>/mig-<profile>")
+	fs.StringVar(&cfg.Domain, "domain", def.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server, for the cluster demand source (default: in-cluster config when KUBERNETES_SERVICE_HOST is set, else off)")
 	fs.StringVar(&cfg.NodeName, "node-name", defaultNodeName(), "this node's name in the cluster (default: $NODE_NAME, then the hostname)")
 	podRes := fs.String("pod-resources", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet PodResources socket; empty disables use tracking")
-	fs.StringVar(&cfg.Policy, "policy", "reachability", "placement policy: reachability or first-fit")
+	fs.StringVar(&cfg.Policy, "policy", def.Policy, "placement policy: reachability or first-fit")
 	counted := fs.String("counted", "", "comma-separated profiles that reachability counts (default all)")
 	warm := fs.String("warm-pool", "", "idle instances to keep ready, e.g. 1g.10gb=1,2g.20gb=1")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "destroy instances idle longer than this (0: only when their space is needed)")
-	fs.DurationVar(&cfg.TrackEvery, "track-every", 5*time.Second, "period of use tracking, warm pool and idle reaping")
-	fs.DurationVar(&cfg.AssignGrace, "assign-grace", 30*time.Second, "how long an instance the kubelet allocated stays in use before PodResources must list it")
+	fs.DurationVar(&cfg.TrackEvery, "track-every", def.TrackEvery, "period of use tracking, warm pool and idle reaping")
+	fs.DurationVar(&cfg.AssignGrace, "assign-grace", def.AssignGrace, "how long an instance the kubelet allocated stays in use before PodResources must list it")
 	fs.StringVar(&cfg.HookPath, "hook", "", "host path of migpro-hook to put in every CDI spec (empty: no telemetry hook)")
 	fs.StringVar(&cfg.ShimPath, "shim", "", "host path of libmigpro-shim.so")
-	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", "/run/migpro", "directory of per-container telemetry sockets; \"off\" disables telemetry and prediction")
-	fs.DurationVar(&cfg.PollEvery, "poll-every", time.Second, "period of NVML memory polling per container")
+	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", def.TelemetryDir, "directory of per-container telemetry sockets; \"off\" disables telemetry and prediction")
+	fs.DurationVar(&cfg.PollEvery, "poll-every", def.PollEvery, "period of NVML memory polling per container")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
