@@ -70,8 +70,8 @@ func runPlan(args []string, stdout io.Writer) error {
 	if *spec == "" {
 		return usagef("--simulate is required (e.g. --simulate a100-40gb:2,h100-80gb)")
 	}
-	if *output != "text" && *output != "json" {
-		return usagef("--output must be text or json, not %q", *output)
+	if err := checkOutput(*output); err != nil {
+		return err
 	}
 	policy, err := partitioner.PolicyByName(*policyName)
 	if err != nil {
