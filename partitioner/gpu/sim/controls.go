@@ -23,6 +23,9 @@ func (n *Node) SetMIGMode(gpuIndex int, on bool) error {
 		return fmt.Errorf("disable MIG on simulated GPU %d: %d GPU instances exist: %w", gpuIndex, len(g.gis), gpu.ErrInUse)
 	}
 	was := g.migOn
+	if was == on {
+		return nil // nothing to save
+	}
 	g.migOn = on
 	if err := n.d.persistLocked(); err != nil {
 		g.migOn = was
@@ -44,6 +47,9 @@ func (n *Node) SetInstanceMemoryUsed(gpuIndex, giID int, bytes uint64) error {
 		return fmt.Errorf("set memory used of GPU instance %d on GPU %d to %d bytes: it has only %d", giID, gpuIndex, bytes, total)
 	}
 	was := gi.memUsed
+	if was == bytes {
+		return nil // nothing to save
+	}
 	gi.memUsed = bytes
 	if err := n.d.persistLocked(); err != nil {
 		gi.memUsed = was
