@@ -37,7 +37,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.Domain, "domain", def.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server, for the cluster demand source (default: in-cluster config when KUBERNETES_SERVICE_HOST is set, else off)")
 	fs.StringVar(&cfg.NodeName, "node-name", defaultNodeName(), "this node's name in the cluster (default: $NODE_NAME, then the hostname)")
-	podRes := fs.String("pod-resources", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet PodResources socket; empty disables use tracking")
+	podRes := fs.String("pod-resources", podresources.DefaultSocket, "kubelet PodResources socket; empty disables use tracking")
 	fs.StringVar(&cfg.Policy, "policy", def.Policy, "placement policy: reachability or first-fit")
 	counted := fs.String("counted", "", "comma-separated profiles that reachability counts (default all)")
 	warm := fs.String("warm-pool", "", "idle instances to keep ready, e.g. 1g.10gb=1,2g.20gb=1")
