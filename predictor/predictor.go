@@ -48,9 +48,6 @@ func New(cfg Config) (*Predictor, error) {
 	return p, nil
 }
 
-// Config returns the effective configuration, defaults filled in.
-func (p *Predictor) Config() Config { return p.cfg }
-
 // maxAbsT bounds T. Unix nanoseconds are about 2e18; beyond 1e20 a value is
 // not a time, and squared differences of such values would overflow the fit.
 const maxAbsT = 1e20
