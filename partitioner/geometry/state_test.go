@@ -171,8 +171,14 @@ func TestTableAgreesWithBruteForce(t *testing.T) {
 
 func TestRemoveUndoesAdd(t *testing.T) {
 	g := mustGeometry(t, a100_40gb(), nil)
-	s, _ := g.Place(g.Empty(), "2g.10gb", 2)
-	s2, _ := g.Place(s, "1g.5gb", 6)
+	s, err := g.Place(g.Empty(), "2g.10gb", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := g.Place(s, "1g.5gb", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o, _ := g.OptionAt("1g.5gb", 6)
 	if back := g.Remove(s2, o.Index); back != s {
 		t.Fatalf("remove did not restore the state: %+v vs %+v", back, s)
