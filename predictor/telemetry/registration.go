@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/migpro/migpro/internal/atomicfile"
 	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
 )
 
@@ -33,21 +34,8 @@ func writeRegistration(dir string, r Registration) error {
 	if err != nil {
 		return fmt.Errorf("telemetry: encoding registration %s: %w", r.ID, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".registration-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, registrationFile), b, 0o600, atomicfile.Options{}); err != nil {
 		return fmt.Errorf("telemetry: recording registration %s: %w", r.ID, err)
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), filepath.Join(dir, registrationFile))
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("telemetry: recording registration %s: %w", r.ID, werr)
 	}
 	return nil
 }
