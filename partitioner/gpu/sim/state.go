@@ -97,20 +97,33 @@ func ReadStateFile(path string) (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("simulated driver state %s: %w", path, err)
 	}
-	mcs, err := ParseSpec(st.Spec)
-	if err != nil {
-		return State{}, fmt.Errorf("simulated driver state %s is corrupt: %w", path, err)
-	}
-	d, err := newDriver(mcs, st.Seed, false)
+	d, err := restoredDriver(st)
 	if err != nil {
 		return State{}, fmt.Errorf("simulated driver state %s is corrupt: %w", path, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.restoreLocked(st); err != nil {
-		return State{}, fmt.Errorf("simulated driver state %s is corrupt: %w", path, err)
-	}
 	return d.snapshotLocked(), nil
+}
+
+// restoredDriver is a fresh driver, without device files, for st's spec and
+// seed with st restored into it: the strict check both a load and a reader
+// put a state through.
+func restoredDriver(st State) (*driver, error) {
+	mcs, err := ParseSpec(st.Spec)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDriver(mcs, st.Seed, false)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.restoreLocked(st); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // decodeState parses a state file strictly: unknown fields, trailing data

@@ -58,15 +58,7 @@ func (d *driver) attachStateFile(path string) error {
 	}
 	// Check on a scratch driver first: a refused file must leave no
 	// capability files behind under the root.
-	mcs, err := ParseSpec(st.Spec) // equal to d.spec(), so it parses
-	if err != nil {
-		return fmt.Errorf("simulated driver state %s: %w", abs, err)
-	}
-	scratch, err := newDriver(mcs, st.Seed, false)
-	if err != nil {
-		return fmt.Errorf("simulated driver state %s: %w", abs, err)
-	}
-	if err := scratch.restoreLocked(st); err != nil {
+	if _, err := restoredDriver(st); err != nil {
 		return fmt.Errorf("simulated driver state %s is corrupt: %w", abs, err)
 	}
 	if err := d.restoreLocked(st); err != nil {
