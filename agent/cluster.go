@@ -101,12 +101,16 @@ var _ demand.Provisioner = (*clusterProvisioner)(nil)
 // the kubelet: complete, healthy, with a CDI spec. An unhealthy idle
 // instance covers no pod.
 func (c *clusterProvisioner) IdleCount(profile string) int {
+	insts := c.a.part.Instances()
+	a := c.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	n := 0
-	for _, in := range c.a.part.Instances() {
-		if in.Profile != profile || in.State != partitioner.Idle || !in.Complete() || !c.a.healthy(in) {
+	for _, in := range insts {
+		if in.Profile != profile || in.State != partitioner.Idle || !in.Complete() || !a.healthyLocked(in) {
 			continue
 		}
-		if _, ok := c.a.cdiName(in.UUID); ok {
+		if _, ok := a.cdiNames[in.UUID]; ok {
 			n++
 		}
 	}
