@@ -4,20 +4,14 @@ package e2e
 
 // The readmission stack of the e2e tests: the agent's and the webhook's
 // identities with the manifests' RBAC, migpro-admission built from this tree
-// and served with a CA made here, and the manifest's
+// and served with a certificate of the cluster's CA, and the manifest's
 // MutatingWebhookConfiguration pointed at it.
 
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -64,7 +58,11 @@ func startReadmitStack(t *testing.T, cl *harness.Cluster, extraAgentRBAC ...stri
 	st := &readmitStack{agentKC: serviceAccountKubeconfig(t, cl, "migpro-agent", agentRBAC)}
 	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
 	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
-	caPEM, certFile, keyFile := webhookCerts(t)
+	caPEM, err := os.ReadFile(cl.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
 	var url string
 	url, st.admLog = startAdmission(t, admKC, certFile, keyFile, caPEM)
 	registerWebhook(t, cl, admission, url, caPEM)
@@ -202,35 +200,6 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// webhookCerts makes a CA and a serving certificate for 127.0.0.1.
-func webhookCerts(t *testing.T) (caPEM []byte, certFile, keyFile string) {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "readmit-e2e-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "migpro-admission"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), certFile, keyFile
 }
 
 // startAdmission builds and runs migpro-admission and waits for /healthz;

@@ -122,6 +122,18 @@ func (cl *Cluster) UserKubeconfig(t testing.TB, name, user string, groups ...str
 	return path
 }
 
+// ServingCert issues a serving certificate for hosts (IPs or DNS names),
+// signed by the cluster's CA (cl.CAFile), for a server the API server calls,
+// such as a webhook. It returns the cert and key paths.
+func (cl *Cluster) ServingCert(t testing.TB, name string, hosts ...string) (certFile, keyFile string) {
+	t.Helper()
+	cert, key, err := cl.pki.issue("serving-"+name, name, nil, hosts...)
+	if err != nil {
+		t.Fatalf("issue serving cert for %s: %v", name, err)
+	}
+	return cert, key
+}
+
 // RESTConfig loads a kubeconfig (from UserKubeconfig, or cl.Kubeconfig).
 func (cl *Cluster) RESTConfig(t testing.TB, kubeconfig string) *rest.Config {
 	t.Helper()
