@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,7 +101,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	for prof := range a.cfg.WarmPool {
-		if !contains(a.part.Profiles(), prof) {
+		if !slices.Contains(a.part.Profiles(), prof) {
 			return nil, fmt.Errorf("warm pool: profile %q is not offered by this node (offered: %v)", prof, a.part.Profiles())
 		}
 	}
@@ -214,12 +215,3 @@ func (a *Agent) healthyLocked(in partitioner.Instance) bool {
 }
 
 func gpuKey(index int) string { return fmt.Sprintf("gpu/%d", index) }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	specs "tags.cncf.io/container-device-interface/specs-go"
@@ -134,7 +135,7 @@ func (a *Agent) prefer(profile string, available, mustInclude []string, size int
 		if len(out) >= size {
 			break
 		}
-		if !contains(out, id) {
+		if !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}
