@@ -24,7 +24,7 @@ const topUsage = "usage: migctl top [--socket PATH] [--output text|json] [--watc
 
 func runTop(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	socket := fs.String("socket", "/run/migpro/agent.sock", "the agent's local API socket")
+	socket := fs.String("socket", defaultSocket, "the agent's local API socket")
 	output := fs.String("output", "text", "text or json")
 	timeout := fs.Duration("timeout", 5*time.Second, "bound on each request")
 	watch := fs.Duration("watch", 0, "refresh every INTERVAL until interrupted (0: once)")
