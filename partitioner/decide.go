@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
+
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // decide chooses how to meet a request for profile, in the order reuse,
@@ -47,7 +49,8 @@ func (p *Partitioner) decidePinned(profile string, pin *Pin) (Plan, error) {
 // layouts reachable once every other idle instance is counted as free space.
 func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
 	var best *Instance
-	var bestScore, bestBefore int
+	var bestRank reuseRank
+	var bestBefore int
 	for _, s := range p.slots {
 		idle := s.idleKeys()
 		committed := s.state(idle)
@@ -56,21 +59,42 @@ func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
 			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) {
 				continue
 			}
-			o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
-			if !ok {
-				continue
-			}
-			score := s.geo.Reachable(s.geo.Add(committed, o.Index))
-			if best == nil || score > bestScore ||
-				(score == bestScore && (r.GPU < best.GPU || (r.GPU == best.GPU && r.Placement.Start > best.Placement.Start))) {
-				best, bestScore, bestBefore = r, score, s.geo.Reachable(committed)
+			rank, ok := s.reuseRank(committed, r)
+			if ok && (best == nil || rank.better(bestRank)) {
+				best, bestRank, bestBefore = r, rank, s.geo.Reachable(committed)
 			}
 		}
 	}
 	if best == nil {
 		return Plan{}, false
 	}
-	return Plan{Profile: profile, GPU: best.GPU, Reuse: best, Reachable: bestScore, Before: bestBefore}, true
+	return Plan{Profile: profile, GPU: best.GPU, Reuse: best, Reachable: bestRank.score, Before: bestBefore}, true
+}
+
+// reuseRank is how good reusing an instance is: more layouts kept reachable,
+// then the lower GPU, then the higher slot.
+type reuseRank struct{ score, gpu, start int }
+
+func (a reuseRank) better(b reuseRank) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.gpu != b.gpu {
+		return a.gpu < b.gpu
+	}
+	return a.start > b.start
+}
+
+// reuseRank ranks reusing r, given the state of the slot's non-idle records.
+func (s *slot) reuseRank(committed geometry.State, r *Instance) (reuseRank, bool) {
+	o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
+	if !ok {
+		return reuseRank{}, false
+	}
+	if r.State != Idle { // already counted as committed
+		committed = s.geo.Remove(committed, o.Index)
+	}
+	return reuseRank{s.geo.Reachable(s.geo.Add(committed, o.Index)), r.GPU, r.Placement.Start}, true
 }
 
 // choice is a candidate placement together with the idle records it destroys.
@@ -201,10 +225,8 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	type scored struct {
-		uuid  string
-		score int
-		gpu   int
-		start int
+		uuid string
+		rank reuseRank
 	}
 	want := map[string]bool{}
 	for _, u := range uuids {
@@ -217,27 +239,12 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 			if !want[r.UUID] || r.Profile != profile {
 				continue
 			}
-			o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
-			if !ok {
-				continue
+			if rank, ok := s.reuseRank(committed, r); ok {
+				list = append(list, scored{r.UUID, rank})
 			}
-			base := committed
-			if r.State != Idle { // already counted as committed
-				base = s.geo.Remove(committed, o.Index)
-			}
-			list = append(list, scored{r.UUID, s.geo.Reachable(s.geo.Add(base, o.Index)), r.GPU, r.Placement.Start})
 		}
 	}
-	sort.Slice(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if a.score != b.score {
-			return a.score > b.score
-		}
-		if a.gpu != b.gpu {
-			return a.gpu < b.gpu
-		}
-		return a.start > b.start
-	})
+	sort.Slice(list, func(i, j int) bool { return list[i].rank.better(list[j].rank) })
 	out := make([]string, len(list))
 	for i, l := range list {
 		out[i] = l.uuid
