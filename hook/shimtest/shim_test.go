@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,21 +138,9 @@ func TestShimSendsEveryPeak(t *testing.T) {
 			peaks = append(peaks, smp.PeakBytes)
 		}
 	}
-	if want := []uint64{10, 30, 55}; !equal(peaks, want) {
+	if want := []uint64{10, 30, 55}; !slices.Equal(peaks, want) {
 		t.Errorf("peaks seen %v, want %v", peaks, want)
 	}
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Without an agent, or in processes that never touch CUDA, the shim is
