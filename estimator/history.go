@@ -76,8 +76,8 @@ func (h *History) Peak(key string) (uint64, bool) {
 }
 
 // Record notes that a container of workload key ended with this peak. It is
-// called when the container ends; the stored peak only grows, and the file
-// is written only when something changed.
+// called when the container ends; the stored peak only grows. Every call
+// counts a run, so every call rewrites the file.
 func (h *History) Record(key string, peak uint64, now time.Time) error {
 	if key == "" {
 		return errors.New("history: empty workload key")
