@@ -41,12 +41,9 @@ var ErrBadInput = errors.New("bad hook input")
 // ParseState reads the runtime's state JSON.
 func ParseState(r io.Reader) (specs.State, error) {
 	var st specs.State
-	b, err := io.ReadAll(io.LimitReader(r, MaxStateBytes+1))
+	b, err := readBounded(r, "state on stdin", MaxStateBytes)
 	if err != nil {
-		return st, fmt.Errorf("%w: reading state from stdin: %v", ErrBadInput, err)
-	}
-	if len(b) > MaxStateBytes {
-		return st, fmt.Errorf("%w: state on stdin exceeds %d bytes", ErrBadInput, MaxStateBytes)
+		return st, err
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return st, fmt.Errorf("%w: empty state on stdin (is this running as an OCI hook?)", ErrBadInput)
@@ -63,6 +60,19 @@ func ParseState(r io.Reader) (specs.State, error) {
 		return st, fmt.Errorf("%w: state pid %d", ErrBadInput, st.Pid)
 	}
 	return st, nil
+}
+
+// readBounded reads r whole, refusing more than limit bytes: the hook's
+// inputs are small, and anything larger is refused rather than buffered.
+func readBounded(r io.Reader, what string, limit int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s: %v", ErrBadInput, what, err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%w: %s exceeds %d bytes", ErrBadInput, what, limit)
+	}
+	return b, nil
 }
 
 // Bundle is what the hook needs from config.json.
@@ -83,12 +93,9 @@ func LoadBundle(bundle string) (Bundle, error) {
 		return b, fmt.Errorf("%w: opening bundle config: %v", ErrBadInput, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	data, err := readBounded(f, path, MaxConfigBytes)
 	if err != nil {
-		return b, fmt.Errorf("%w: reading %s: %v", ErrBadInput, path, err)
-	}
-	if len(data) > MaxConfigBytes {
-		return b, fmt.Errorf("%w: %s exceeds %d bytes", ErrBadInput, path, MaxConfigBytes)
+		return b, err
 	}
 	var spec specs.Spec
 	if err := json.Unmarshal(data, &spec); err != nil {
