@@ -66,21 +66,36 @@ func (pw *podWatch) wasUnschedulable() bool {
 	return false
 }
 
-// Issue 3, the cluster source: a pod asks for a MIG profile that no node
-// has; the scheduler finds it unschedulable, the agent claims it, makes the
-// instance, the scheduler places the pod and its container sees the instance.
-func TestClusterDemand(t *testing.T) {
+// startClusterNode runs a cluster and one kubelet node on containerd, with
+// busybox imported, and waits for the node to be Ready.
+func startClusterNode(t *testing.T) (*harness.Cluster, *harness.Kubelet) {
+	t.Helper()
 	cl := harness.StartCluster(t)
 	c := harness.StartContainerd(t)
 	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c, Cluster: cl})
 	c.ImportArchive(t, "k8s.io", harness.BusyboxImage(t))
 	cl.WaitNodeReady(t, k.NodeName, 60*time.Second)
+	return cl, k
+}
+
+// startNodeAgent runs the agent on a simulated A100 as node k's device
+// plugin, with the identity in kubeconfig.
+func startNodeAgent(t *testing.T, k *harness.Kubelet, kubeconfig string) *agentProc {
+	t.Helper()
+	return startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
+		"--kubeconfig", kubeconfig, "--node-name", k.NodeName, "--assign-grace", "5s")
+}
+
+// Issue 3, the cluster source: a pod asks for a MIG profile that no node
+// has; the scheduler finds it unschedulable, the agent claims it, makes the
+// instance, the scheduler places the pod and its container sees the instance.
+func TestClusterDemand(t *testing.T) {
+	cl, k := startClusterNode(t)
 	// The agent runs with exactly the RBAC the docs give it.
 	kubeconfig := serviceAccountKubeconfig(t, cl, "migpro-agent", manifestDocs(t, filepath.Join(repoRoot(), "deploy/rbac-demand.yaml"), nil))
 
 	// No warm pool: the GPU starts empty.
-	a := startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
-		"--kubeconfig", kubeconfig, "--node-name", k.NodeName, "--assign-grace", "5s")
+	a := startNodeAgent(t, k, kubeconfig)
 	if st := a.status(t); len(st.Instances) != 0 {
 		t.Fatalf("agent starts with instances %+v, want none", st.Instances)
 	}

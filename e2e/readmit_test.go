@@ -253,14 +253,9 @@ func podEvents(t *testing.T, cs kubernetes.Interface, pod string) map[string]str
 // pod on a 1g.5gb instance the agent made for it; after the eviction the
 // replacement runs on a 2g.10gb instance the agent made for the replacement.
 func TestReadmitKubelet(t *testing.T) {
-	cl := harness.StartCluster(t)
-	c := harness.StartContainerd(t)
-	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c, Cluster: cl})
-	c.ImportArchive(t, "k8s.io", harness.BusyboxImage(t))
-	cl.WaitNodeReady(t, k.NodeName, 60*time.Second)
+	cl, k := startClusterNode(t)
 	st := startReadmitStack(t, cl, "deploy/rbac-demand.yaml")
-	a := startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
-		"--kubeconfig", st.agentKC, "--node-name", k.NodeName, "--assign-grace", "5s")
+	a := startNodeAgent(t, k, st.agentKC)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("agent log tail:\n%s", a.logTail())
