@@ -38,6 +38,17 @@ type Profile struct {
 	Placements []Placement `json:"placements"`
 }
 
+// SortInstances orders instances by placement start, then GI id: the order
+// a device lists them in.
+func SortInstances(in []Instance) {
+	sort.Slice(in, func(i, j int) bool {
+		if in[i].Placement.Start != in[j].Placement.Start {
+			return in[i].Placement.Start < in[j].Placement.Start
+		}
+		return in[i].GIID < in[j].GIID
+	})
+}
+
 // SortProfiles orders profiles by compute slices, then memory, then id, so
 // listings read from the smallest instance up and are stable.
 func SortProfiles(ps []Profile) {

@@ -158,12 +158,7 @@ func (d *Device) Instances() ([]gpu.Instance, error) {
 			out = append(out, inst)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Placement.Start != out[j].Placement.Start {
-			return out[i].Placement.Start < out[j].Placement.Start
-		}
-		return out[i].GIID < out[j].GIID
-	})
+	gpu.SortInstances(out)
 	return out, nil
 }
 

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -222,16 +221,6 @@ func (n *Node) DriverInstances(gpuIndex int) ([]gpu.Instance, error) {
 		}
 		out = append(out, inst)
 	}
-	sortInstances(out)
+	gpu.SortInstances(out)
 	return out, nil
-}
-
-// sortInstances orders instances by slot, the order the adapter lists them.
-func sortInstances(in []gpu.Instance) {
-	sort.Slice(in, func(i, j int) bool {
-		if in[i].Placement.Start != in[j].Placement.Start {
-			return in[i].Placement.Start < in[j].Placement.Start
-		}
-		return in[i].GIID < in[j].GIID
-	})
 }

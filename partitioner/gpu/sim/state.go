@@ -79,7 +79,7 @@ func (g StateGPU) Instances() []gpu.Instance {
 		}
 		out = append(out, inst)
 	}
-	sortInstances(out)
+	gpu.SortInstances(out)
 	return out
 }
 
