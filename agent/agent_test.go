@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/plugin/podresources"
 )
 
 func quiet() logrus.FieldLogger {
@@ -22,33 +22,10 @@ func quiet() logrus.FieldLogger {
 	return l
 }
 
-// fakePods is the kubelet's PodResources view, set by the test.
-type fakePods struct {
-	mu       sync.Mutex
-	assigned map[string]PodRef
-	err      error
-}
-
-func (f *fakePods) AssignedDevices(context.Context) (map[string]PodRef, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string]PodRef{}
-	for k, v := range f.assigned {
-		out[k] = v
-	}
-	return out, f.err
-}
-
-func (f *fakePods) set(m map[string]PodRef) {
-	f.mu.Lock()
-	f.assigned = m
-	f.mu.Unlock()
-}
-
 type testEnv struct {
 	cfg  Config
 	node *sim.Node
-	pods *fakePods
+	pods *podresources.Fake
 }
 
 func newEnv(t testing.TB, spec string) *testEnv {
@@ -62,7 +39,7 @@ func newEnv(t testing.TB, spec string) *testEnv {
 	return &testEnv{
 		cfg: Config{StateDir: filepath.Join(dir, "state"), CDISpecDir: filepath.Join(dir, "cdi"),
 			Socket: filepath.Join(dir, "a.sock"), AssignGrace: time.Nanosecond, TelemetryDir: filepath.Join(dir, "run")},
-		node: node, pods: &fakePods{},
+		node: node, pods: podresources.NewFake(),
 	}
 }
 
@@ -198,7 +175,7 @@ func TestKubeletAllocationTrackedThroughPodResources(t *testing.T) {
 		t.Fatalf("kubelet allocation not checkpointed: %+v", cp)
 	}
 	// The pod runs: PodResources lists it; the warm pool tops up.
-	e.pods.set(map[string]PodRef{id: {Namespace: "ns", Name: "pod-a", Container: "c"}})
+	e.pods.Assign(id, PodRef{Namespace: "ns", Name: "pod-a", Container: "c"})
 	a.Maintain(context.Background())
 	if st := a.Status(); !hasPod(st, id, "ns/pod-a/c") {
 		t.Fatalf("status does not show the pod: %+v", st.Instances)
@@ -211,7 +188,7 @@ func TestKubeletAllocationTrackedThroughPodResources(t *testing.T) {
 		t.Fatalf("destroying an in-use instance: %v", err)
 	}
 	// The pod is deleted: the instance goes back to idle.
-	e.pods.set(nil)
+	e.pods.Release(id)
 	a.Maintain(context.Background())
 	if in, _ := a.part.Find(id); in.State != partitioner.Idle {
 		t.Fatalf("instance of a deleted pod: %+v, want idle", in)
@@ -223,12 +200,12 @@ func TestIdleButAssignedIsNeverDestroyed(t *testing.T) {
 	a := e.start(t)
 	resp, _ := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
 	a.part.Release(resp.UUID)
-	e.pods.set(map[string]PodRef{resp.UUID: {Namespace: "ns", Name: "p", Container: "c"}})
+	e.pods.Assign(resp.UUID, PodRef{Namespace: "ns", Name: "p", Container: "c"})
 	if err := a.part.Destroy(context.Background(), resp.UUID); !errors.Is(err, partitioner.ErrInstanceInUse) {
 		t.Fatalf("destroy of an instance the kubelet assigned: %v", err)
 	}
-	e.pods.err = errors.New("kubelet down")
-	e.pods.set(nil)
+	e.pods.SetError(errors.New("kubelet down"))
+	e.pods.Release(resp.UUID)
 	if err := a.part.Destroy(context.Background(), resp.UUID); err == nil {
 		t.Fatal("destroyed although the kubelet could not be asked")
 	}
