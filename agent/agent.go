@@ -42,6 +42,8 @@ type Agent struct {
 	// watch is telemetry and prediction; nil when TelemetryDir is "off".
 	watch *watch
 
+	persistMu sync.Mutex // one persist at a time, snapshot to save
+
 	mu        sync.Mutex
 	holders   map[string]Holder // in-use instances by UUID, as checkpointed
 	cdiNames  map[string]string // UUID -> qualified CDI name

@@ -144,8 +144,12 @@ func (a *Agent) prefer(profile string, available, mustInclude []string, size int
 
 // persist checkpoints who holds every in-use instance. It runs before an
 // allocation is acknowledged, so a crash never forgets a holder it told
-// anyone about.
+// anyone about. Snapshot and save happen under persistMu: two persists
+// saving out of order would leave the older snapshot on disk, without a
+// holder the newer one had already acknowledged.
 func (a *Agent) persist() error {
+	a.persistMu.Lock()
+	defer a.persistMu.Unlock()
 	cp := Checkpoint{Holders: map[string]Holder{}}
 	a.mu.Lock()
 	old := a.holders
