@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,14 +36,12 @@ var (
 func migproBin(t testing.TB, name string) string {
 	t.Helper()
 	agentBinOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
 		agentBinDir, agentBinErr = os.MkdirTemp("", "migpro-e2e-bin-")
 		if agentBinErr != nil {
 			return
 		}
 		cmd := exec.Command("go", "build", "-o", agentBinDir+"/", "./cmd/migpro-agent", "./cmd/migctl", "./cmd/migpro-hook", "./cmd/migpro-admission")
-		cmd.Dir = root
+		cmd.Dir = repoRoot()
 		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			agentBinErr = &agentBuildError{string(out), err}
