@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"sort"
 	"strings"
 
 	"github.com/migpro/migpro/partitioner"
@@ -135,6 +134,7 @@ func describePlan(p partitioner.Plan) string {
 
 // demoStream makes a deterministic mix of requests, mostly small profiles as
 // in inference fleets, with releases of earlier allocations in between.
+// profiles come smallest first, as Partitioner.Profiles lists them.
 func demoStream(profiles []string, n int, seed int64) []planOp {
 	r := rand.New(rand.NewSource(seed))
 	var plain []string
@@ -143,7 +143,6 @@ func demoStream(profiles []string, n int, seed int64) []planOp {
 			plain = append(plain, p)
 		}
 	}
-	sort.SliceStable(plain, func(i, j int) bool { return sliceCount(plain[i]) < sliceCount(plain[j]) })
 	var ops []planOp
 	allocs := 0
 	live := []int{}
@@ -161,10 +160,4 @@ func demoStream(profiles []string, n int, seed int64) []planOp {
 		ops = append(ops, planOp{profile: plain[i]})
 	}
 	return ops
-}
-
-func sliceCount(profile string) int {
-	var g int
-	fmt.Sscanf(profile, "%dg", &g)
-	return g
 }
