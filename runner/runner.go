@@ -156,30 +156,25 @@ func (r *Runner) Run(ctx context.Context) (Result, error) {
 		if res.Restarts > 0 {
 			id = fmt.Sprintf("%s-r%d", r.cfg.ID, res.Restarts)
 		}
-		out, err := r.once(ctx, id, &res)
-		if err != nil || out.next == "" {
+		next, err := r.once(ctx, id, &res)
+		if err != nil || next == "" {
 			return res, err
 		}
-		res.Profile = out.next
+		res.Profile = next
 		res.Restarts++
 	}
 }
 
-// outcome is how one container run ended: next is the profile to restart
-// on, empty when the run is over.
-type outcome struct {
-	next string
-}
-
 // once runs one container on a new instance of res.Profile, and always
-// removes the container and frees the instance before it returns.
-func (r *Runner) once(ctx context.Context, id string, res *Result) (outcome, error) {
+// removes the container and frees the instance before it returns. It returns
+// the profile to restart on, empty when the run is over.
+func (r *Runner) once(ctx context.Context, id string, res *Result) (string, error) {
 	in, err := r.agent.Alloc(ctx, res.Profile, r.cfg.ID)
 	if err != nil {
 		if res.Restarts > 0 {
-			return outcome{}, fmt.Errorf("restart on %s: %w", res.Profile, err)
+			return "", fmt.Errorf("restart on %s: %w", res.Profile, err)
 		}
-		return outcome{}, err
+		return "", err
 	}
 	started := false
 	defer func() {
@@ -199,14 +194,14 @@ func (r *Runner) once(ctx context.Context, id string, res *Result) (outcome, err
 	// delete someone else's container that holds the id.
 	started = err == nil
 	if err != nil {
-		return outcome{}, fmt.Errorf("start container %s on %s: %w", id, in.Profile, err)
+		return "", fmt.Errorf("start container %s on %s: %w", id, in.Profile, err)
 	}
 	r.logf("started %s on %s (%s)", id, in.Profile, in.CDIName)
 	return r.watch(ctx, id, in, exitC, res)
 }
 
 // watch waits for the container's exit while reading the agent's marks.
-func (r *Runner) watch(ctx context.Context, id string, in Instance, exitC <-chan Exit, res *Result) (outcome, error) {
+func (r *Runner) watch(ctx context.Context, id string, in Instance, exitC <-chan Exit, res *Result) (string, error) {
 	tick := time.NewTicker(r.cfg.Poll)
 	defer tick.Stop()
 	var marksErr error // the last failure, reported once per streak
@@ -214,12 +209,12 @@ func (r *Runner) watch(ctx context.Context, id string, in Instance, exitC <-chan
 	for {
 		select {
 		case ex := <-exitC:
-			return outcome{}, r.exited(id, ex, res)
+			return "", r.exited(id, ex, res)
 		case <-ctx.Done():
 			r.logf("interrupted: stopping %s", id)
 			ex := r.stop(ctx, id, exitC)
 			res.Code = ex.Code
-			return outcome{}, ErrInterrupted
+			return "", ErrInterrupted
 		case <-tick.C:
 		}
 		if decided {
@@ -244,7 +239,7 @@ func (r *Runner) watch(ctx context.Context, id string, in Instance, exitC <-chan
 		decided = true
 		select {
 		case ex := <-exitC: // it ended meanwhile: nothing to restart
-			return outcome{}, r.exited(id, ex, res)
+			return "", r.exited(id, ex, res)
 		default:
 		}
 		next, why := r.nextProfile(ctx, in.Profile, d, res.Restarts)
@@ -255,7 +250,7 @@ func (r *Runner) watch(ctx context.Context, id string, in Instance, exitC <-chan
 		}
 		r.logf("%s: restarting on %s (restart %d of %d)", what, next, res.Restarts+1, r.cfg.MaxRestarts)
 		r.stop(ctx, id, exitC)
-		return outcome{next: next}, nil
+		return next, nil
 	}
 }
 
