@@ -121,11 +121,7 @@ func (d *Device) loadProfilesLocked() error {
 	if len(profiles) == 0 {
 		// The driver hides every profile while MIG mode is off; say so
 		// rather than report a GPU with nothing to offer.
-		return &gpu.DriverError{
-			Op:   fmt.Sprintf("list MIG profiles of GPU %d (is MIG mode enabled?)", d.index),
-			Code: CodeName(nvml.ERROR_NOT_SUPPORTED),
-			Kind: gpu.ErrNotSupported,
-		}
+		return driverError(fmt.Sprintf("list MIG profiles of GPU %d (is MIG mode enabled?)", d.index), nvml.ERROR_NOT_SUPPORTED)
 	}
 	gpu.SortProfiles(profiles)
 	d.profiles, d.infos = profiles, infos
@@ -165,11 +161,7 @@ func (d *Device) profile(id int) (nvml.GpuInstanceProfileInfo, gpu.Profile, erro
 	}
 	info, ok := d.infos[id]
 	if !ok {
-		return info, gpu.Profile{}, &gpu.DriverError{
-			Op:   fmt.Sprintf("look up GPU-instance profile %d on GPU %d", id, d.index),
-			Code: CodeName(nvml.ERROR_INVALID_ARGUMENT),
-			Kind: gpu.ErrInvalidArgument,
-		}
+		return info, gpu.Profile{}, driverError(fmt.Sprintf("look up GPU-instance profile %d on GPU %d", id, d.index), nvml.ERROR_INVALID_ARGUMENT)
 	}
 	for _, p := range d.profiles {
 		if p.ID == id {

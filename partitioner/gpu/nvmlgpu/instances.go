@@ -17,7 +17,7 @@ func (d *Device) CreateGPUInstance(profileID int, at gpu.Placement) (int, error)
 	}
 	op := fmt.Sprintf("create GPU instance %s at %s on GPU %d", p.Name, at, d.index)
 	if at.Start < 0 || at.Size <= 0 {
-		return 0, &gpu.DriverError{Op: op, Code: CodeName(nvml.ERROR_INVALID_ARGUMENT), Kind: gpu.ErrInvalidArgument}
+		return 0, driverError(op, nvml.ERROR_INVALID_ARGUMENT)
 	}
 	place := nvml.GpuInstancePlacement{Start: uint32(at.Start), Size: uint32(at.Size)}
 	gi, ret := d.handle.CreateGpuInstanceWithPlacement(&info, &place)
@@ -51,7 +51,7 @@ func (d *Device) CreateComputeInstance(giID int) (gpu.Instance, error) {
 	}
 	full, ok := fullSize(ciProfiles, p.Slices)
 	if !ok {
-		return gpu.Instance{}, &gpu.DriverError{Op: op + ": no full-size compute profile", Code: CodeName(nvml.ERROR_NOT_SUPPORTED), Kind: gpu.ErrNotSupported}
+		return gpu.Instance{}, driverError(op+": no full-size compute profile", nvml.ERROR_NOT_SUPPORTED)
 	}
 	ci, ret := gi.CreateComputeInstance(&full)
 	if ret != nvml.SUCCESS {
@@ -87,10 +87,7 @@ func (d *Device) DestroyComputeInstance(giID int) error {
 		return fmt.Errorf("destroy compute instance of GPU instance %d on GPU %d: %w", giID, d.index, err)
 	}
 	if len(cis) == 0 {
-		return &gpu.DriverError{
-			Op:   fmt.Sprintf("destroy compute instance of GPU instance %d on GPU %d: it has none", giID, d.index),
-			Code: CodeName(nvml.ERROR_NOT_FOUND), Kind: gpu.ErrNotFound,
-		}
+		return driverError(fmt.Sprintf("destroy compute instance of GPU instance %d on GPU %d: it has none", giID, d.index), nvml.ERROR_NOT_FOUND)
 	}
 	for _, ci := range cis {
 		if ret := ci.handle.Destroy(); ret != nvml.SUCCESS {
@@ -221,7 +218,7 @@ func instanceOf(gpuIndex int, info nvml.GpuInstanceInfo) gpu.Instance {
 func (d *Device) gpuInstance(giID int, verb string) (nvml.GpuInstance, nvml.GpuInstanceInfo, error) {
 	op := fmt.Sprintf("%s GPU instance %d on GPU %d", verb, giID, d.index)
 	if giID < 0 {
-		return nil, nvml.GpuInstanceInfo{}, &gpu.DriverError{Op: op, Code: CodeName(nvml.ERROR_INVALID_ARGUMENT), Kind: gpu.ErrInvalidArgument}
+		return nil, nvml.GpuInstanceInfo{}, driverError(op, nvml.ERROR_INVALID_ARGUMENT)
 	}
 	gi, ret := d.handle.GetGpuInstanceById(giID)
 	if ret != nvml.SUCCESS {
