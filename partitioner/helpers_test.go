@@ -68,5 +68,3 @@ func agreeWithDriver(t testing.TB, p *Partitioner, node *sim.Node) {
 }
 
 func gpuPlacement(start, size int) gpu.Placement { return gpu.Placement{Start: start, Size: size} }
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func anyKey(r *rand.Rand, m map[string]Instance) string {
 		keys = append(keys, k)
 	}
 	// map order is random; sort for reproducibility
-	sortStrings(keys)
+	sort.Strings(keys)
 	return keys[r.Intn(len(keys))]
 }
 
