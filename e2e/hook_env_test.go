@@ -231,22 +231,17 @@ func checkSeries(t *testing.T, smp []telemetry.Sample, want shimtest.Expected) {
 	}
 }
 
+// waitGone waits for the poststop hook to deregister container id.
 func waitGone(t *testing.T, e *hookEnv, id string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		found := false
+	eventually(t, "container "+id+" to be deregistered after exit (poststop)", 10*time.Second, func() bool {
 		for _, c := range e.top(t).Containers {
-			found = found || c.ID == id
+			if c.ID == id {
+				return false
+			}
 		}
-		if !found {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s still registered after exit (poststop)", id)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 }
 
 func (e *hookEnv) ids() []string {
