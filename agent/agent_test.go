@@ -292,3 +292,29 @@ func TestIdleTimeoutReapsButKeepsTheWarmPool(t *testing.T) {
 		t.Fatalf("specs %v, want the held and the warm instance only", got)
 	}
 }
+
+// A refused kubelet allocation gives back only what it took: an instance the
+// kubelet already held stays in use.
+func TestRefusedAllocationKeepsEarlierHolds(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.WarmPool = map[string]int{"1g.5gb": 2}
+	a := e.start(t)
+	a.Maintain(context.Background())
+	devs := a.inv.Devices("1g.5gb")
+	if len(devs) != 2 {
+		t.Fatalf("warm pool made %d, want 2", len(devs))
+	}
+	held, fresh := devs[0].ID, devs[1].ID
+	if err := a.allocateCheck(context.Background(), "1g.5gb", []string{held}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.allocateCheck(context.Background(), "1g.5gb", []string{held, fresh, "MIG-unknown"}); err == nil {
+		t.Fatal("allocation with an unknown device accepted")
+	}
+	if in, _ := a.part.Find(held); in.State != partitioner.InUse {
+		t.Fatalf("the instance the kubelet held went back to %s", in.State)
+	}
+	if in, _ := a.part.Find(fresh); in.State != partitioner.Idle {
+		t.Fatalf("the instance taken by the refused call is %s, want idle", in.State)
+	}
+}

@@ -109,19 +109,31 @@ func (a *Agent) busy(ctx context.Context, in partitioner.Instance) (bool, error)
 // must still be idle or already ours, and is checkpointed as in use before
 // the kubelet hears yes.
 func (a *Agent) allocateCheck(_ context.Context, profile string, ids []string) error {
+	// taken is what this call moved from idle to in use: on a refusal only
+	// those go back, never an instance the kubelet already held before.
 	var taken []string
+	undo := func() {
+		for _, t := range taken {
+			a.part.Release(t)
+		}
+	}
 	for _, id := range ids {
-		in, err := a.part.Assign(id, ownerKubelet)
+		before, err := a.part.Find(id)
 		if err != nil {
-			for _, t := range taken {
-				a.part.Release(t)
-			}
+			undo()
 			return fmt.Errorf("allocate %s: %w", id, err)
 		}
-		if in.Profile != profile {
-			return fmt.Errorf("allocate %s: it is a %s, not a %s", id, in.Profile, profile)
+		if before.Profile != profile {
+			undo()
+			return fmt.Errorf("allocate %s: it is a %s, not a %s", id, before.Profile, profile)
 		}
-		taken = append(taken, id)
+		if _, err := a.part.Assign(id, ownerKubelet); err != nil {
+			undo()
+			return fmt.Errorf("allocate %s: %w", id, err)
+		}
+		if before.State != partitioner.InUse {
+			taken = append(taken, id)
+		}
 	}
 	return a.persist()
 }
