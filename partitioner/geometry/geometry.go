@@ -213,4 +213,4 @@ func (g *Geometry) ProfileNames() []string {
 }
 
 // MaximalLayouts is how many fully configured layouts the counted shapes form.
-func (g *Geometry) MaximalLayouts() int { return len(g.reach.tables[blocked{}].maximal) }
+func (g *Geometry) MaximalLayouts() int { return len(g.reach.unblocked.maximal) }

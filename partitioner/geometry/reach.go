@@ -25,8 +25,11 @@ type blocked struct {
 // built eagerly in New and the rest on first use.
 type reachCache struct {
 	countedMask uint64
-	mu          sync.Mutex
-	tables      map[blocked]*reachTable
+	// unblocked is the table with nothing blocked, the common case; it never
+	// changes after New, so it is read without the lock.
+	unblocked *reachTable
+	mu        sync.Mutex
+	tables    map[blocked]*reachTable // the other blocked regions
 }
 
 func newReachCache(g *Geometry) *reachCache {
@@ -36,11 +39,14 @@ func newReachCache(g *Geometry) *reachCache {
 			c.countedMask |= 1 << o.Index
 		}
 	}
-	c.tables[blocked{}] = buildReachTable(g, c.countedMask, blocked{})
+	c.unblocked = buildReachTable(g, c.countedMask, blocked{})
 	return c
 }
 
 func (c *reachCache) table(g *Geometry, b blocked) *reachTable {
+	if b == (blocked{}) {
+		return c.unblocked
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, ok := c.tables[b]
