@@ -30,7 +30,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -42,6 +41,7 @@ import (
 // readmitStack is the webhook running and registered, and the agent's
 // identity.
 type readmitStack struct {
+	cl      *harness.Cluster
 	agentKC string // kubeconfig of the migpro-agent ServiceAccount
 	admLog  string // migpro-admission's log
 }
@@ -55,7 +55,7 @@ func startReadmitStack(t *testing.T, cl *harness.Cluster, extraAgentRBAC ...stri
 	for _, f := range extraAgentRBAC {
 		agentRBAC = append(append(agentRBAC, "\n---\n"...), manifestDocs(t, filepath.Join(root, f), nil)...)
 	}
-	st := &readmitStack{agentKC: serviceAccountKubeconfig(t, cl, "migpro-agent", agentRBAC)}
+	st := &readmitStack{cl: cl, agentKC: serviceAccountKubeconfig(t, cl, "migpro-agent", agentRBAC)}
 	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
 	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
 	caPEM, err := os.ReadFile(cl.CAFile)
@@ -73,7 +73,7 @@ func startReadmitStack(t *testing.T, cl *harness.Cluster, extraAgentRBAC ...stri
 func (st *readmitStack) marker(t *testing.T, node string) *readmit.Marker {
 	logger := logrus.New()
 	logger.SetOutput(testWriter{t})
-	return readmit.NewMarker(clientFor(t, st.agentKC), readmit.WithNodeName(node), readmit.WithLogger(logger),
+	return readmit.NewMarker(st.cl.Clientset(t, st.agentKC), readmit.WithNodeName(node), readmit.WithLogger(logger),
 		readmit.WithEvictBackoff(wait.Backoff{Duration: 300 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second, Steps: 60}))
 }
 
@@ -188,19 +188,6 @@ func serviceAccountKubeconfig(t *testing.T, cl *harness.Cluster, sa string, rbac
 }
 
 func ptrInt64(v int64) *int64 { return &v }
-
-func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
 
 // startAdmission builds and runs migpro-admission and waits for /healthz;
 // it returns the webhook URL and the log path.

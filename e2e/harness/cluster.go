@@ -90,7 +90,7 @@ func StartCluster(t testing.TB) *Cluster {
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
 		"--service-account-issuer", "https://kubernetes.default.svc")
-	cl.Client = cl.clientset(t, cl.Kubeconfig)
+	cl.Client = cl.Clientset(t, cl.Kubeconfig)
 	cl.waitReady(t)
 	cl.run(t, "kube-controller-manager", cm, "--kubeconfig", cmKubeconfig,
 		"--authentication-kubeconfig", cmKubeconfig, "--authorization-kubeconfig", cmKubeconfig,
@@ -174,7 +174,9 @@ func (cl *Cluster) WaitNodeReady(t testing.TB, name string, timeout time.Duratio
 	return nil
 }
 
-func (cl *Cluster) clientset(t testing.TB, kubeconfig string) kubernetes.Interface {
+// Clientset is a client with the identity in kubeconfig (from
+// UserKubeconfig, a ServiceAccount token, or cl.Kubeconfig).
+func (cl *Cluster) Clientset(t testing.TB, kubeconfig string) kubernetes.Interface {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cl.RESTConfig(t, kubeconfig))
 	if err != nil {
