@@ -3,6 +3,7 @@ package partitioner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -21,7 +22,9 @@ type Partitioner struct {
 	slots  []*slot
 	policy Policy
 	hooks  Hooks
-	log    logrus.FieldLogger
+	// profiles lists the node's profile names, smallest first; fixed in New.
+	profiles []string
+	log      logrus.FieldLogger
 	// busy reports whether an instance is in use by something the
 	// partitioner's records do not know (e.g. the kubelet). Checked before
 	// every destroy.
@@ -102,6 +105,7 @@ func New(node gpu.Node, opts ...Option) (*Partitioner, error) {
 		}
 		p.slots = append(p.slots, s)
 	}
+	p.profiles = profileNames(p.slots)
 	for _, s := range p.slots {
 		if err := p.adopt(s); err != nil {
 			return nil, err
@@ -223,9 +227,12 @@ func (p *Partitioner) GPUs() []GPU {
 }
 
 // Profiles lists the profile names the node offers, smallest first.
-func (p *Partitioner) Profiles() []string {
+func (p *Partitioner) Profiles() []string { return slices.Clone(p.profiles) }
+
+// profileNames lists the profile names the slots offer, smallest first.
+func profileNames(slots []*slot) []string {
 	seen := map[string]gpu.Profile{}
-	for _, s := range p.slots {
+	for _, s := range slots {
 		for n, pr := range s.profiles {
 			seen[n] = pr
 		}
