@@ -12,7 +12,7 @@ BINS=(containerd ctr containerd-shim-runc-v2)
 have=1
 for b in "${BINS[@]}"; do [ -x "$E2E_BIN/$b" ] || have=0; done
 if [ $have = 1 ] && stamp_ok containerd "$VERSION" &&
-	"$E2E_BIN/containerd" --version 2>/dev/null | grep -q " $VERSION "; then
+	output_has " $VERSION " "$E2E_BIN/containerd" --version; then
 	log "containerd $VERSION already built in $E2E_BIN"
 	exit 0
 fi
@@ -23,7 +23,7 @@ for b in "${BINS[@]}"; do pkgs+=("$MOD/cmd/$b@$VERSION"); done
 GOBIN="$E2E_BIN" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath \
 	-ldflags "-s -w -X $MOD/version.Version=$VERSION -X $MOD/version.Revision=proxy" \
 	"${pkgs[@]}"
-"$E2E_BIN/containerd" --version | grep -q " $VERSION " ||
+output_has " $VERSION " "$E2E_BIN/containerd" --version ||
 	die "built containerd reports '$("$E2E_BIN/containerd" --version)', want $VERSION"
 stamp_set containerd "$VERSION"
 log "containerd $VERSION built"

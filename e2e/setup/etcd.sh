@@ -13,7 +13,7 @@ if [ -x "$E2E_BIN/etcd" ] && stamp_ok etcd "$key"; then
 fi
 log "building etcd $VERSION; ~30 s cold"
 (cd "$MODDIR" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$E2E_BIN/etcd" .)
-"$E2E_BIN/etcd" --version | grep -q "etcd Version: ${VERSION#v}" ||
+output_has "etcd Version: ${VERSION#v}" "$E2E_BIN/etcd" --version ||
 	die "etcd reports '$("$E2E_BIN/etcd" --version | head -n 1)', want $VERSION"
 stamp_set etcd "$key"
 log "etcd $VERSION built"

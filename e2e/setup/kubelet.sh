@@ -33,7 +33,7 @@ done
 for b in "${BINS[@]}"; do
 	[ -x "$E2E_BIN/$b" ] || die "$b not built"
 done
-"$E2E_BIN/kubelet" --version | grep -q "Kubernetes $VERSION" ||
+output_has "Kubernetes $VERSION" "$E2E_BIN/kubelet" --version ||
 	die "kubelet reports '$("$E2E_BIN/kubelet" --version)', want $VERSION"
 stamp_set kube "$key"
 log "kubernetes $VERSION built"

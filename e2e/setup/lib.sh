@@ -27,3 +27,14 @@ need_root() { [ "$(id -u)" = 0 ] || die "must run as root"; }
 
 # E2E_ROOT is the repository root (the script lives in e2e/setup).
 E2E_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# output_has PATTERN CMD...: true when CMD's whole output contains PATTERN.
+# The output is captured first and matched after. Piping CMD into a grep that
+# quits at its first match is a race when the shell fails on a broken pipe: CMD may
+# die of SIGPIPE and fail the step although the text was there.
+output_has() {
+	local want=$1 out
+	shift
+	out=$("$@" 2>&1) || return 1
+	[[ $out == *"$want"* ]]
+}

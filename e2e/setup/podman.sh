@@ -12,7 +12,7 @@ PKGS=(podman runc conmon busybox-static iptables containernetworking-plugins)
 
 missing=()
 for p in "${PKGS[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+	if ! output_has 'install ok installed' dpkg-query -W -f='${Status}' "$p"; then
 		missing+=("$p")
 	fi
 done
