@@ -7,7 +7,7 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 # Packages whose tests run under the race detector (the concurrent parts).
-RACE_PKGS ?= ./partitioner/... ./plugin/... ./predictor/... ./hook/... ./cdi/... \
+RACE_PKGS ?= ./partitioner/... ./plugin/... ./predictor/... ./telemetry/... ./gpu/... ./hook/... ./cdi/... \
              ./agent/... ./demand/... ./readmit/... ./runner/...
 
 # Fragments owned by each area (shim build, e2e setup, ...) add targets and

@@ -14,9 +14,9 @@ import (
 
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/partitioner/gpu"
-	"github.com/migpro/migpro/partitioner/gpu/nvmlgpu"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/gpu/nvmlgpu"
+	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/plugin"
 	"github.com/migpro/migpro/plugin/podresources"
 )
@@ -33,7 +33,7 @@ type Agent struct {
 	cfg  Config
 	log  logrus.FieldLogger
 	node gpu.Node
-	sim  *sim.Node // set when simulating, for the test-driver API
+	sim  *simgpu.Node // set when simulating, for the test-driver API
 	part *partitioner.Partitioner
 	cdi  *cdi.Writer
 	ckpt *checkpointStore
@@ -134,7 +134,7 @@ func (a *Agent) openNode() error {
 	if err := os.MkdirAll(a.cfg.SimRoot, 0o755); err != nil {
 		return fmt.Errorf("simulated GPUs: %w", err)
 	}
-	n, err := sim.NewNode(a.cfg.Simulate, a.simOptions()...)
+	n, err := simgpu.NewNode(a.cfg.Simulate, a.simOptions()...)
 	if err != nil {
 		return fmt.Errorf("simulated GPUs: %w", err)
 	}

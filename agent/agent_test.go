@@ -12,7 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/plugin/podresources"
 )
 
@@ -24,14 +24,14 @@ func quiet() logrus.FieldLogger {
 
 type testEnv struct {
 	cfg  Config
-	node *sim.Node
+	node *simgpu.Node
 	pods *podresources.Fake
 }
 
 func newEnv(t testing.TB, spec string) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
-	node, err := sim.NewNode(spec, sim.WithRoot(filepath.Join(dir, "sim")))
+	node, err := simgpu.NewNode(spec, simgpu.WithRoot(filepath.Join(dir, "sim")))
 	if err != nil {
 		t.Fatal(err)
 	}

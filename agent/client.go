@@ -12,7 +12,7 @@ import (
 
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/predictor"
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // Client talks to a running agent's local API.

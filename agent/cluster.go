@@ -16,7 +16,7 @@ import (
 	"github.com/migpro/migpro/demand"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/partitioner/geometry"
-	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/plugin"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/migpro/migpro/predictor/telemetry"
+	"github.com/migpro/migpro/telemetry"
 )
 
 // historyFile is the estimator's store of peaks per workload, next to the

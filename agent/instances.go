@@ -12,16 +12,16 @@ import (
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 // ownerKubelet marks instances the kubelet allocated; PodResources later
 // says to which pod.
 const ownerKubelet = "kubelet"
 
-func (a *Agent) simOptions() []sim.Option {
-	return []sim.Option{sim.WithSeed(a.cfg.Seed), sim.WithRoot(a.cfg.SimRoot),
-		sim.WithStateFile(filepath.Join(a.cfg.SimRoot, "driver-state.json"))}
+func (a *Agent) simOptions() []simgpu.Option {
+	return []simgpu.Option{simgpu.WithSeed(a.cfg.Seed), simgpu.WithRoot(a.cfg.SimRoot),
+		simgpu.WithStateFile(filepath.Join(a.cfg.SimRoot, "driver-state.json"))}
 }
 
 func (a *Agent) cdiOptions() []cdi.Option {

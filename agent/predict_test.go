@@ -12,7 +12,7 @@ import (
 
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/predictor"
-	"github.com/migpro/migpro/predictor/telemetry"
+	"github.com/migpro/migpro/telemetry"
 )
 
 // TestGrowingContainerIsMarkedBeforeOOM drives the whole online path through

@@ -12,7 +12,7 @@ import (
 
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/predictor"
-	"github.com/migpro/migpro/predictor/telemetry"
+	"github.com/migpro/migpro/telemetry"
 )
 
 // watch connects telemetry to the predictor: every container that registers

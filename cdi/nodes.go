@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/gpu"
 	specs "tags.cncf.io/container-device-interface/specs-go"
 )
 

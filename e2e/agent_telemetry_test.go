@@ -14,7 +14,7 @@ import (
 
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/hook/shimtest"
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // agentTop runs `migctl top --output json` against a real agent.

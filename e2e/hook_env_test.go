@@ -27,8 +27,8 @@ import (
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/hook/shimtest"
-	"github.com/migpro/migpro/predictor/telemetry"
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 const (

@@ -25,8 +25,8 @@ import (
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/hook/shimtest"
-	"github.com/migpro/migpro/predictor/telemetry"
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 var patternSteps = strings.Fields("alloc:1048576 alloc:4194304 create:2097152 pitch:1000:100 free:0 async:524288 " +

@@ -20,7 +20,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 
 	"github.com/migpro/migpro/e2e/harness"
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // The workload of TestMigctlRun: 4 GiB at once (the weights), then 10 MiB

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // ErrAgent marks a failure to reach or get an answer from the agent: the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
-	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry/telemetrytest"
 )
 
 func TestClientRegisterDeregister(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // Bounds on what the hook reads: the runtime's state and the bundle's config

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
+	"github.com/migpro/migpro/telemetry/telemetrytest"
 )
 
 // bundleFor writes a bundle whose config points at rootfs and carries env.

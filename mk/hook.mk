@@ -24,12 +24,12 @@ hook:
 	$(GO) build -o $(BIN)/migpro-hook ./cmd/migpro-hook
 
 hook-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HOOK_FUZZTIME) ./predictor/telemetry
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HOOK_FUZZTIME) ./telemetry
 	$(GO) test -run '^$$' -fuzz '^FuzzHookInput$$' -fuzztime $(HOOK_FUZZTIME) ./hook
 
 hook-bench:
 	$(GO) test -run '^$$' -bench ShimAllocFreePair -benchtime 1000000x ./hook/shimtest
 	$(GO) test -run '^$$' -bench HookStart -benchtime 50x ./cmd/migpro-hook
-	$(GO) test -run '^$$' -bench Ingest -benchmem -cpu 1 ./predictor/telemetry
+	$(GO) test -run '^$$' -bench Ingest -benchmem -cpu 1 ./telemetry
 
 TEST_TARGETS += hook-fuzz

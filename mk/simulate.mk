@@ -1,4 +1,4 @@
-# Workload simulator (simulate/, migctl simulate; docs/simulate.md).
+# Workload simulator (replay/, migctl simulate; docs/simulate.md).
 # `make simulate-report` runs every generated mix under every policy and
 # writes each table and its charts under SIM_OUT (bin/, not tracked).
 SIM_OUT  ?= $(BIN)/simulate-report
@@ -15,4 +15,4 @@ simulate-report: build
 
 # One core, as the 5,000-job / 160-GPU target is stated.
 simulate-bench:
-	$(GO) test -run '^$$' -bench Stream -benchtime 1x -cpu 1 ./simulate/
+	$(GO) test -run '^$$' -bench Stream -benchtime 1x -cpu 1 ./replay/

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/partitioner/geometry"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 // BenchmarkPrecompute builds each simulated model's geometry and its full
 // reachability table from the profiles NVML reports (target: < 50 ms).
 func BenchmarkPrecompute(b *testing.B) {
-	for _, model := range sim.Models() {
-		profiles, err := sim.ModelProfiles(model)
+	for _, model := range simgpu.Models() {
+		profiles, err := simgpu.ModelProfiles(model)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func BenchmarkPolicyStreams(b *testing.B) {
 // servedBeforeWait replays one stream: allocations of random profiles
 // (smaller ones likelier) with releases of random earlier ones in between.
 func servedBeforeWait(b *testing.B, spec string, policy Policy, seed int64) int {
-	node, err := sim.NewNode(spec, sim.WithRoot(b.TempDir()), sim.WithSeed(seed))
+	node, err := simgpu.NewNode(spec, simgpu.WithRoot(b.TempDir()), simgpu.WithSeed(seed))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,13 +5,13 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/migpro/migpro/partitioner/gpu"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/gpu/simgpu"
 )
 
-func newSim(t testing.TB, spec string) *sim.Node {
+func newSim(t testing.TB, spec string) *simgpu.Node {
 	t.Helper()
-	n, err := sim.NewNode(spec, sim.WithRoot(t.TempDir()))
+	n, err := simgpu.NewNode(spec, simgpu.WithRoot(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func mustAlloc(t testing.TB, p *Partitioner, profile, owner string) (Instance, P
 
 // agreeWithDriver checks that the partitioner's records are exactly what the
 // simulated driver holds: same GIs, placements, profiles and UUIDs.
-func agreeWithDriver(t testing.TB, p *Partitioner, node *sim.Node) {
+func agreeWithDriver(t testing.TB, p *Partitioner, node *simgpu.Node) {
 	t.Helper()
 	recs := p.Instances()
 	var drv []gpu.Instance

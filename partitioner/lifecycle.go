@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/gpu"
 )
 
 // Allocate meets a request for a profile and hands the instance to owner. An

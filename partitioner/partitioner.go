@@ -10,7 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/partitioner/geometry"
-	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/gpu"
 )
 
 // Partitioner owns the MIG layout of every GPU on a node. Decisions are made

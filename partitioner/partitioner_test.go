@@ -9,7 +9,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 func discard() logrus.FieldLogger {
@@ -149,7 +149,7 @@ func TestDestroyRefusesInUse(t *testing.T) {
 }
 
 func TestFailedCreateRollsBack(t *testing.T) {
-	for _, op := range []sim.Op{sim.OpCreateGI, sim.OpCreateCI} {
+	for _, op := range []simgpu.Op{simgpu.OpCreateGI, simgpu.OpCreateCI} {
 		t.Run(string(op), func(t *testing.T) {
 			node := newSim(t, "h100-80gb")
 			p := newPart(t, node)

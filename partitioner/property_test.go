@@ -12,7 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 // TestRandomStreamsKeepInvariants drives random allocate, release and destroy
@@ -20,7 +20,7 @@ import (
 // every operation checks that the records match the driver, every state is
 // valid, no in-use instance was touched and nothing half-made is left.
 func TestRandomStreamsKeepInvariants(t *testing.T) {
-	for _, model := range sim.Models() {
+	for _, model := range simgpu.Models() {
 		for _, policy := range []Policy{Reachability{}, FirstFit{}} {
 			t.Run(model+"/"+policy.Name(), func(t *testing.T) {
 				for seed := int64(1); seed <= 4; seed++ {
@@ -37,7 +37,7 @@ func runRandomStream(t *testing.T, spec string, policy Policy, seed int64, steps
 	profiles := p.Profiles()
 	r := rand.New(rand.NewSource(seed))
 	held := map[string]Instance{} // uuid -> what it was when given out
-	ops := []sim.Op{sim.OpCreateGI, sim.OpCreateCI, sim.OpDestroyCI, sim.OpDestroyGI}
+	ops := []simgpu.Op{simgpu.OpCreateGI, simgpu.OpCreateCI, simgpu.OpDestroyCI, simgpu.OpDestroyGI}
 	for step := 0; step < steps; step++ {
 		where := fmt.Sprintf("%s seed %d step %d", spec, seed, step)
 		if r.Intn(10) == 0 {
@@ -88,7 +88,7 @@ func runRandomStream(t *testing.T, spec string, policy Policy, seed int64, steps
 	checkInvariants(t, spec+" end", p, node, held, false)
 }
 
-func checkInvariants(t *testing.T, where string, p *Partitioner, node *sim.Node, held map[string]Instance, halfMadeOK bool) {
+func checkInvariants(t *testing.T, where string, p *Partitioner, node *simgpu.Node, held map[string]Instance, halfMadeOK bool) {
 	t.Helper()
 	agreeWithDriver(t, p, node)
 	byUUID := map[string]Instance{}
@@ -151,7 +151,7 @@ func anyKey(r *rand.Rand, m map[string]Instance) string {
 // goroutines on a node with NVML latency, so plans on different GPUs overlap.
 func TestConcurrentAllocationsAreSafe(t *testing.T) {
 	node := newSim(t, "a100-40gb:2,h100-80gb:2")
-	if err := node.SetLatency(sim.OpAll, time.Millisecond); err != nil {
+	if err := node.SetLatency(simgpu.OpAll, time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	p := newPart(t, node)

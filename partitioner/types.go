@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/gpu"
 )
 
 // State is where an instance is in its life.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/estimator"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // demoPrediction is the second act of the demo: the real agent on a
@@ -25,7 +25,7 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	node, err := sim.NewNode("a100-40gb", sim.WithSeed(seed), sim.WithRoot(filepath.Join(dir, "sim")))
+	node, err := simgpu.NewNode("a100-40gb", simgpu.WithSeed(seed), simgpu.WithRoot(filepath.Join(dir, "sim")))
 	if err != nil {
 		return err
 	}

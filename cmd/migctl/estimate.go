@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/migpro/migpro/estimator"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 func init() {
@@ -31,7 +31,7 @@ type estimateJSON struct {
 
 func runEstimate(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("estimate", flag.ContinueOnError)
-	model := fs.String("gpu", "", "GPU model ("+strings.Join(sim.Models(), ", ")+")")
+	model := fs.String("gpu", "", "GPU model ("+strings.Join(simgpu.Models(), ", ")+")")
 	memory := fs.String("memory", "", "declared memory, as the "+estimator.AnnotationMemory+" annotation (e.g. 7Gi)")
 	params := fs.String("params", "", "parameter count for the size formula (e.g. 7e9 or 7B)")
 	dtype := fs.String("dtype", "bf16", "parameter type: fp16, bf16, fp32, int8, or bytes per parameter")
@@ -114,7 +114,7 @@ func runEstimate(args []string, stdout io.Writer) error {
 // modelProfileSizes is a simulated GPU model's profiles as the estimator
 // sizes them.
 func modelProfileSizes(model string) ([]estimator.ProfileSize, error) {
-	profs, err := sim.ModelProfiles(model)
+	profs, err := simgpu.ModelProfiles(model)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 func init() {
@@ -59,7 +59,7 @@ type planInstance struct {
 
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	spec := fs.String("simulate", "", "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…] (models: "+strings.Join(sim.Models(), ", ")+")")
+	spec := fs.String("simulate", "", "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…] (models: "+strings.Join(simgpu.Models(), ", ")+")")
 	policyName := fs.String("policy", "reachability", "placement policy: reachability or first-fit")
 	output := fs.String("output", "text", "output format: text or json")
 	seed := fs.Int64("seed", 1, "seed for simulated UUIDs")
@@ -243,15 +243,15 @@ func allocNumber(owner string) (int, bool) {
 
 // newSimNode makes a simulated node whose device files live in a temporary
 // directory removed by cleanup.
-func newSimNode(spec string, seed int64) (*sim.Node, func(), error) {
-	if _, err := sim.ParseSpec(spec); err != nil {
+func newSimNode(spec string, seed int64) (*simgpu.Node, func(), error) {
+	if _, err := simgpu.ParseSpec(spec); err != nil {
 		return nil, nil, usageError{err}
 	}
 	dir, err := os.MkdirTemp("", "migctl-sim-")
 	if err != nil {
 		return nil, nil, err
 	}
-	node, err := sim.NewNode(spec, sim.WithSeed(seed), sim.WithRoot(dir))
+	node, err := simgpu.NewNode(spec, simgpu.WithSeed(seed), simgpu.WithRoot(dir))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/migpro/migpro/estimator"
-	"github.com/migpro/migpro/partitioner/gpu/sim"
+	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/predictor/eval"
 	"github.com/migpro/migpro/predictor/trace"
@@ -79,7 +79,7 @@ func parsePredict(args []string) (predictOpts, error) {
 	capacity := fs.String("capacity", "", "the instance's usable memory: bytes, or a quantity such as 10Gi, 10GiB or 10G")
 	fs.Float64Var(&opt.horizon, "horizon", 0, "expected end of the workload, in t units (0: unknown)")
 	alg := fs.String("algorithm", "migpro", "baseline (Algorithm 1), migpro, or both side by side")
-	model := fs.String("gpu", "", "GPU model whose profiles to recommend from ("+strings.Join(sim.Models(), ", ")+")")
+	model := fs.String("gpu", "", "GPU model whose profiles to recommend from ("+strings.Join(simgpu.Models(), ", ")+")")
 	context := fs.String("context", "512Mi", "CUDA context overhead added when choosing a profile")
 	output := fs.String("output", "text", "text or json")
 	if err := parseFlags(fs, interspersed(fs, args)); err != nil {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/migpro/migpro/partitioner/gpu/sim"
-	"github.com/migpro/migpro/simulate"
+	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/replay"
 )
 
 func init() {
@@ -22,9 +22,9 @@ const simulateUsage = "usage: migctl simulate [--mix small|mixed|llm|pcie|stream
 // simulateOpts is the parsed command line.
 type simulateOpts struct {
 	mix, csvPath, writeCSV, plotDir, output string
-	spec                                    simulate.MixSpec
-	cfg                                     simulate.Config
-	policies                                []simulate.Policy
+	spec                                    replay.MixSpec
+	cfg                                     replay.Config
+	policies                                []replay.Policy
 	timelineGPU                             int
 }
 
@@ -52,7 +52,7 @@ func runSimulate(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	model, err := simulate.LoadModel(opt.cfg.Model)
+	model, err := replay.LoadModel(opt.cfg.Model)
 	if err != nil {
 		return usagef("--gpu: %v", err)
 	}
@@ -68,9 +68,9 @@ func runSimulate(args []string, stdout io.Writer) error {
 	gpus := opt.cfg.Nodes * opt.cfg.GPUsPerNode
 	cluster := fmt.Sprintf("%d node(s) × %d %s = %d GPUs", opt.cfg.Nodes, opt.cfg.GPUsPerNode, model.Name, gpus)
 	start := time.Now()
-	var results []*simulate.Result
+	var results []*replay.Result
 	for _, p := range opt.policies {
-		r, err := simulate.Run(jobs, opt.cfg, p)
+		r, err := replay.Run(jobs, opt.cfg, p)
 		if err != nil {
 			return fmt.Errorf("%s on %s: %w", p.Name, what, err)
 		}
@@ -90,15 +90,15 @@ func runSimulate(args []string, stdout io.Writer) error {
 		}
 	} else {
 		fmt.Fprintf(stdout, "workload: %s; cluster: %s\n\n", what, cluster)
-		if err := simulate.WriteTable(stdout, results); err != nil {
+		if err := replay.WriteTable(stdout, results); err != nil {
 			return err
 		}
-		if err := simulate.WriteComparison(stdout, results); err != nil {
+		if err := replay.WriteComparison(stdout, results); err != nil {
 			return err
 		}
 	}
 	if opt.plotDir != "" {
-		files, err := simulate.PlotAll(opt.plotDir, what+", "+cluster, results, opt.timelineGPU, model.Slots)
+		files, err := replay.PlotAll(opt.plotDir, what+", "+cluster, results, opt.timelineGPU, model.Slots)
 		if err != nil {
 			return err
 		}
@@ -125,10 +125,10 @@ func parseSimulate(args []string) (simulateOpts, error) {
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the simulation")
 	ratio := fs.String("ratio", "4:0:1:1", "small:medium:large:full weights of the mixed mix")
 	fs.Float64Var(&opt.spec.Load, "load", 0, "offered load of the Poisson mixes (default: stream 0.9, pcie 0.7)")
-	fs.StringVar(&opt.cfg.Model, "gpu", "a100-40gb", "GPU model ("+strings.Join(sim.Models(), ", ")+")")
+	fs.StringVar(&opt.cfg.Model, "gpu", "a100-40gb", "GPU model ("+strings.Join(simgpu.Models(), ", ")+")")
 	fs.IntVar(&opt.cfg.Nodes, "nodes", 0, "nodes (default 20 for stream, else 1)")
 	fs.IntVar(&opt.cfg.GPUsPerNode, "gpus", 8, "GPUs per node")
-	policies := fs.String("policies", "all", "policies to compare: all, or a comma list of "+strings.Join(simulate.PolicyNames(), ", ")+" (static:LAYOUT pins a layout)")
+	policies := fs.String("policies", "all", "policies to compare: all, or a comma list of "+strings.Join(replay.PolicyNames(), ", ")+" (static:LAYOUT pins a layout)")
 	fs.Float64Var(&opt.cfg.PCIeMax, "pcie-max", 25, "PCIe bandwidth of one GPU, GB/s")
 	fs.Float64Var(&opt.cfg.PCIeAlpha, "pcie-alpha", 1, "α of the PCIe slowdown max(1, α·demand/(max/n))")
 	fs.StringVar(&opt.plotDir, "plot", "", "write PNG charts into this directory")
@@ -164,7 +164,7 @@ func parseSimulate(args []string) (simulateOpts, error) {
 		}
 	}
 	var err error
-	if opt.spec.Ratio, err = simulate.ParseRatio(*ratio); err != nil {
+	if opt.spec.Ratio, err = replay.ParseRatio(*ratio); err != nil {
 		return opt, usagef("--ratio: %v", err)
 	}
 	if opt.spec.Load < 0 || opt.spec.Load > 100 || opt.spec.Load != opt.spec.Load {
@@ -173,7 +173,7 @@ func parseSimulate(args []string) (simulateOpts, error) {
 	if err := opt.cfg.Validate(); err != nil {
 		return opt, usagef("%v", err)
 	}
-	if opt.policies, err = simulate.ParsePolicies(*policies); err != nil {
+	if opt.policies, err = replay.ParsePolicies(*policies); err != nil {
 		return opt, usagef("--policies: %v", err)
 	}
 	if g := opt.cfg.Nodes * opt.cfg.GPUsPerNode; opt.timelineGPU < 0 || opt.timelineGPU >= g {
@@ -186,8 +186,8 @@ func parseSimulate(args []string) (simulateOpts, error) {
 }
 
 // loadJobs generates the mix or reads the CSV; bad input is a usage error.
-func loadJobs(opt simulateOpts, model *simulate.Model) ([]simulate.Job, string, error) {
-	var jobs []simulate.Job
+func loadJobs(opt simulateOpts, model *replay.Model) ([]replay.Job, string, error) {
+	var jobs []replay.Job
 	var what string
 	if opt.csvPath != "" {
 		f, err := os.Open(opt.csvPath)
@@ -195,13 +195,13 @@ func loadJobs(opt simulateOpts, model *simulate.Model) ([]simulate.Job, string, 
 			return nil, "", usagef("--csv: %v", err)
 		}
 		defer f.Close()
-		if jobs, err = simulate.ReadCSV(f); err != nil {
+		if jobs, err = replay.ReadCSV(f); err != nil {
 			return nil, "", usagef("--csv %s: %v", opt.csvPath, err)
 		}
 		what = fmt.Sprintf("%s (%d jobs)", opt.csvPath, len(jobs))
 	} else {
 		var err error
-		if jobs, err = simulate.Generate(opt.spec, model); err != nil {
+		if jobs, err = replay.Generate(opt.spec, model); err != nil {
 			return nil, "", usagef("--mix: %v", err)
 		}
 		what = fmt.Sprintf("mix %s (%d jobs, seed %d)", opt.mix, len(jobs), opt.spec.Seed)
@@ -209,7 +209,7 @@ func loadJobs(opt simulateOpts, model *simulate.Model) ([]simulate.Job, string, 
 			what = fmt.Sprintf("mix mixed %s (%d jobs, seed %d)", ratioString(opt.spec.Ratio), len(jobs), opt.spec.Seed)
 		}
 	}
-	if err := simulate.ValidateAll(jobs, model.Largest()); err != nil {
+	if err := replay.ValidateAll(jobs, model.Largest()); err != nil {
 		return nil, "", usagef("%v", err)
 	}
 	return jobs, what, nil
@@ -219,12 +219,12 @@ func ratioString(r [4]float64) string {
 	return fmt.Sprintf("%g:%g:%g:%g", r[0], r[1], r[2], r[3])
 }
 
-func writeJobs(path string, jobs []simulate.Job) error {
+func writeJobs(path string, jobs []replay.Job) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--write-csv: %w", err)
 	}
-	if err := simulate.WriteCSV(f, jobs); err != nil {
+	if err := replay.WriteCSV(f, jobs); err != nil {
 		f.Close()
 		return fmt.Errorf("--write-csv %s: %w", path, err)
 	}

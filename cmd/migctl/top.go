@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/agent"
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 func init() {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migpro/migpro/predictor/telemetry/telemetryapi"
-	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
+	"github.com/migpro/migpro/telemetry/telemetrytest"
 )
 
 type fakeMem struct{}

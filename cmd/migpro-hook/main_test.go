@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/hook"
-	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
+	"github.com/migpro/migpro/telemetry/telemetrytest"
 )
 
 var (

@@ -13,7 +13,7 @@
  *    but the preload itself: all set-up is lazy, and they send nothing.
  *
  * Wire format (v1, 80 bytes, little-endian) is described in docs/hook.md and
- * decoded by predictor/telemetry/wire.go.
+ * decoded by telemetry/wire.go.
  *
  * Environment:
  *  MIGPRO_TELEMETRY_SOCKET       socket path (default /run/migpro/telemetry.sock)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/predictor/telemetry"
+	"github.com/migpro/migpro/telemetry"
 )
 
 // The grow step allocates a fixed amount at a steady pace and prints the

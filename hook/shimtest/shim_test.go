@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/predictor/telemetry"
-	"github.com/migpro/migpro/predictor/telemetry/telemetrytest"
+	"github.com/migpro/migpro/telemetry"
+	"github.com/migpro/migpro/telemetry/telemetrytest"
 )
 
 var (

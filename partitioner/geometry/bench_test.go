@@ -3,7 +3,7 @@ package geometry
 import (
 	"testing"
 
-	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/gpu"
 )
 
 // BenchmarkPrecompute measures building a GPU model's geometry and full

@@ -1,6 +1,6 @@
 package geometry
 
-import "github.com/migpro/migpro/partitioner/gpu"
+import "github.com/migpro/migpro/gpu"
 
 // Profile tables as NVML reports them on real hardware (DESIGN.md, "MIG
 // facts"). The geometry must derive everything else from these.

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/gpu"
 )
 
 // Shape is a set of profiles that occupy the GPU identically: the same compute

@@ -1,7 +1,7 @@
 package geometry
 
 import (
-	"github.com/migpro/migpro/partitioner/gpu"
+	"github.com/migpro/migpro/gpu"
 	"testing"
 )
 

@@ -1,0 +1,264 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/gpu/simgpu"
+)
+
+// Profile is one instance size as the simulator sees it, read from the
+// simulated driver's profile table.
+type Profile struct {
+	Name   string
+	Slices int
+	Slots  int
+	Memory uint64 // bytes
+}
+
+// Model is a GPU model's geometry and the profiles jobs may request.
+type Model struct {
+	Name   string
+	Slices int // compute slices of the whole GPU
+	Slots  int // memory slots of the whole GPU
+	// Profiles are the requestable profiles (media-engine "+me" variants
+	// left out), tightest first as the estimator orders them.
+	Profiles []Profile
+	// Full is the whole-GPU profile.
+	Full  Profile
+	sizes []estimator.ProfileSize
+	// masks are each profile's legal placements as memory-slot bit masks.
+	masks map[string][]uint16
+}
+
+// LoadModel reads a simulated model's profiles (simgpu.Models lists them).
+func LoadModel(name string) (*Model, error) {
+	profs, err := simgpu.ModelProfiles(name)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Name: strings.ToLower(name), masks: map[string][]uint16{}}
+	for _, p := range profs {
+		if len(p.Placements) == 0 {
+			continue
+		}
+		for _, pl := range p.Placements {
+			m.masks[p.Name] = append(m.masks[p.Name], uint16((1<<pl.Size-1)<<pl.Start))
+		}
+		m.Slots = max(m.Slots, p.Placements[0].Size)
+		m.Slices = max(m.Slices, p.Slices)
+		if strings.Contains(p.Name, "+") {
+			continue
+		}
+		m.Profiles = append(m.Profiles, Profile{Name: p.Name, Slices: p.Slices, Slots: p.Placements[0].Size, Memory: p.MemoryMiB << 20})
+	}
+	if len(m.Profiles) == 0 {
+		return nil, fmt.Errorf("model %s offers no MIG profiles", name)
+	}
+	for _, p := range m.Profiles {
+		m.sizes = append(m.sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.Memory, Slices: p.Slices})
+	}
+	estimator.SortProfiles(m.sizes)
+	sort.SliceStable(m.Profiles, func(i, j int) bool { return m.rank(m.Profiles[i].Name) < m.rank(m.Profiles[j].Name) })
+	for _, p := range m.Profiles {
+		if p.Slices > m.Full.Slices || (p.Slices == m.Full.Slices && p.Memory > m.Full.Memory) {
+			m.Full = p
+		}
+	}
+	return m, nil
+}
+
+func (m *Model) rank(name string) int {
+	for i, s := range m.sizes {
+		if s.Name == name {
+			return i
+		}
+	}
+	return len(m.sizes)
+}
+
+func (m *Model) names() []string {
+	out := make([]string, len(m.Profiles))
+	for i, p := range m.Profiles {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// Largest is the most memory one instance offers.
+func (m *Model) Largest() uint64 {
+	var b uint64
+	for _, p := range m.Profiles {
+		b = max(b, p.Memory)
+	}
+	return b
+}
+
+// Profile looks a requestable profile up by name.
+func (m *Model) Profile(name string) (Profile, bool) {
+	for _, p := range m.Profiles {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
+}
+
+// Pick is the tightest profile holding need bytes, as the estimator picks;
+// the largest when nothing holds it.
+func (m *Model) Pick(need uint64) Profile {
+	ps, _ := estimator.Pick(m.sizes, need)
+	p, _ := m.Profile(ps.Name)
+	return p
+}
+
+// Grow is the profile a job moves to after running out of memory on cur
+// without a better hint: the tightest with more memory. It returns cur when
+// nothing is larger.
+func (m *Model) Grow(cur Profile) Profile {
+	best, found := cur, false
+	for _, p := range m.Profiles {
+		if p.Memory <= cur.Memory {
+			continue
+		}
+		if !found || p.Memory < best.Memory || (p.Memory == best.Memory && p.Slices < best.Slices) {
+			best, found = p, true
+		}
+	}
+	return best
+}
+
+// MinSliceSeconds is the least slice-seconds a job can run in: over every
+// profile that holds its peak, slices × run time there.
+func (m *Model) MinSliceSeconds(j *Job) float64 {
+	best := -1.0
+	for _, p := range m.Profiles {
+		if p.Memory < j.Mem.Peak {
+			continue
+		}
+		if ss := float64(p.Slices) * j.Runtime(p.Slices, m.Slices); best < 0 || ss < best {
+			best = ss
+		}
+	}
+	return best
+}
+
+// MinRuntime is the shortest a job can run on any instance holding its peak.
+func (m *Model) MinRuntime(j *Job) float64 {
+	best := -1.0
+	for _, p := range m.Profiles {
+		if p.Memory < j.Mem.Peak {
+			continue
+		}
+		if rt := j.Runtime(p.Slices, m.Slices); best < 0 || rt < best {
+			best = rt
+		}
+	}
+	return best
+}
+
+// NVMLCost is the simulated time of one create or destroy of an instance
+// with slices compute slices, on a GPU of gpuSlices: FAR measured 0.1 s for
+// the smallest instance to 0.4 s for the whole GPU; sizes between are
+// interpolated linearly.
+func NVMLCost(slices, gpuSlices int) float64 {
+	if gpuSlices <= 1 {
+		return 0.4
+	}
+	f := float64(min(max(slices, 1), gpuSlices)-1) / float64(gpuSlices-1)
+	return 0.1 + 0.3*f
+}
+
+// node is one machine: its simulated driver and the partitioner an agent
+// would run on it.
+type node struct {
+	idx  int
+	sim  *simgpu.Node
+	part *partitioner.Partitioner
+	gpus []*gpuSlot
+	// used is the compute slices of every instance on the node, idle or
+	// not; the cluster-level choice packs busier nodes first.
+	used int
+	pcie *pcieCtx
+}
+
+// gpuSlot is the engine's view of one GPU.
+type gpuSlot struct {
+	global int
+	// nvmlFree is when the GPU's serialised NVML queue is next free.
+	nvmlFree float64
+	// heavyHeld counts PCIe-heavy runs holding an instance (starting or
+	// running), for the PCIe-aware choice; busy lists running runs and
+	// heavyBusy the PCIe-heavy ones among them, for the slowdown.
+	heavyHeld int
+	heavyBusy int
+	busy      []*run
+	// heldSlices and heldSlots are what the runs holding instances on the
+	// GPU use: space no decision can reclaim.
+	heldSlices int
+	heldSlots  uint16
+}
+
+// mayFit is a necessary condition for a profile to be placed on the GPU
+// without touching a held instance: enough free compute slices and a legal
+// placement clear of held slots. It lets the engine skip asking a
+// partitioner whose answer can only be "wait".
+func (g *gpuSlot) mayFit(m *Model, p Profile) bool {
+	if g.heldSlices+p.Slices > m.Slices {
+		return false
+	}
+	for _, mask := range m.masks[p.Name] {
+		if mask&g.heldSlots == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func quietLogger() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	l.SetLevel(logrus.ErrorLevel)
+	return l
+}
+
+// newCluster builds nodes×gpus simulated GPUs, one partitioner per node.
+// policy makes each node's placement policy (it may hold per-node state).
+func newCluster(model *Model, nodes, gpus int, seed int64, policy func(*node) partitioner.Policy) ([]*node, error) {
+	out := make([]*node, 0, nodes)
+	fail := func(err error) ([]*node, error) {
+		closeNodes(out)
+		return nil, err
+	}
+	for i := 0; i < nodes; i++ {
+		sn, err := simgpu.NewNode(fmt.Sprintf("%s:%d", model.Name, gpus), simgpu.WithSeed(seed+int64(i)))
+		if err != nil {
+			return fail(fmt.Errorf("node %d: %w", i, err))
+		}
+		nd := &node{idx: i, sim: sn}
+		for g := 0; g < gpus; g++ {
+			nd.gpus = append(nd.gpus, &gpuSlot{global: i*gpus + g})
+		}
+		nd.pcie = &pcieCtx{node: nd}
+		part, err := partitioner.New(sn, partitioner.WithPolicy(policy(nd)), partitioner.WithLogger(quietLogger()))
+		if err != nil {
+			sn.Close()
+			return fail(fmt.Errorf("node %d: %w", i, err))
+		}
+		nd.part = part
+		out = append(out, nd)
+	}
+	return out, nil
+}
+
+func closeNodes(nodes []*node) {
+	for _, n := range nodes {
+		n.sim.Close()
+	}
+}

@@ -1,0 +1,323 @@
+package replay
+
+import (
+	"container/heap"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/migpro/migpro/partitioner"
+)
+
+// jobState is a job's progress through the engine.
+type jobState struct {
+	job     *Job
+	idx     int
+	profile Profile // what it asks for now
+	// queue bookkeeping: its sort key, and whether it must be offered to
+	// every node (new, restarted, or passed over by strict FIFO) rather
+	// than only to nodes that changed.
+	key        [4]float64
+	needAll    bool
+	attempts   int
+	done       bool
+	completion float64
+}
+
+type evKind uint8
+
+const (
+	evArrive evKind = iota
+	evStart
+	evMilestone
+)
+
+type event struct {
+	t    float64
+	seq  uint64
+	kind evKind
+	j    *jobState
+	r    *run
+	gen  uint64
+}
+
+type evHeap []event
+
+func (h evHeap) Len() int { return len(h) }
+func (h evHeap) Less(a, b int) bool {
+	if h[a].t != h[b].t {
+		return h[a].t < h[b].t
+	}
+	return h[a].seq < h[b].seq
+}
+func (h evHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *evHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *evHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// engine is one policy's simulation.
+type engine struct {
+	cfg   Config
+	pol   Policy
+	model *Model
+	nodes []*node
+	pl    placer
+	pred  *sizer
+
+	events evHeap
+	seq    uint64
+	now    float64
+
+	queue []*jobState
+	dirty []bool
+	fresh bool
+	// memo[p][n] == scan marks that profile rank p must wait on node n for
+	// the rest of this scan: capacity only shrinks while a scan places jobs.
+	memo [][]uint64
+	scan uint64
+
+	jobs   []*jobState
+	active map[*run]bool
+	// ready is when each instance's create finished, by UUID.
+	ready map[string]float64
+	res   *Result
+}
+
+func (e *engine) push(ev event) {
+	e.seq++
+	ev.seq = e.seq
+	heap.Push(&e.events, ev)
+}
+
+// Run simulates jobs under one policy. A static policy without a layout
+// tries every layout and returns the best.
+func Run(jobs []Job, cfg Config, pol Policy) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	model, err := LoadModel(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateAll(jobs, model.Largest()); err != nil {
+		return nil, err
+	}
+	for i := range jobs {
+		if _, ok := model.Profile(jobs[i].Profile); jobs[i].Profile != "" && !ok {
+			return nil, fmt.Errorf("job %q: %s offers no profile %q (offered: %s)", jobs[i].ID, model.Name, jobs[i].Profile, strings.Join(model.names(), ", "))
+		}
+	}
+	if pol.Kind == Static && pol.Layout == "" {
+		return runBestLayout(jobs, cfg, pol, model)
+	}
+	return runOnce(jobs, cfg, pol, model)
+}
+
+func runBestLayout(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
+	wall := time.Now()
+	var best *Result
+	var tried []string
+	for _, l := range Layouts() {
+		p := pol
+		p.Layout = l.Name
+		r, err := runOnce(jobs, cfg, p, model)
+		if err != nil {
+			if _, ok := err.(infeasibleError); ok {
+				continue
+			}
+			return nil, err
+		}
+		tried = append(tried, l.Name)
+		if best == nil || r.Makespan < best.Makespan {
+			best = r
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("policy %s: no static layout can run every job", pol.Name)
+	}
+	best.Detail = fmt.Sprintf("best of %d layouts: %s", len(tried), best.Detail)
+	best.Wall = time.Since(wall) // every layout tried, not just the best
+	return best, nil
+}
+
+// infeasibleError means a static layout cannot run some job at all.
+type infeasibleError struct{ msg string }
+
+func (e infeasibleError) Error() string { return e.msg }
+
+func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
+	wall := time.Now()
+	e := &engine{cfg: cfg, pol: pol, model: model, active: map[*run]bool{}, ready: map[string]float64{}}
+	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, func(nd *node) partitioner.Policy {
+		var base partitioner.Policy = partitioner.Reachability{}
+		if pol.Kind == FirstFit {
+			base = partitioner.FirstFit{}
+		}
+		if pol.PCIeAware {
+			return pcieAware{base: base, ctx: nd.pcie}
+		}
+		return base
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer closeNodes(nodes)
+	e.nodes = nodes
+	e.dirty = make([]bool, len(nodes))
+	e.memo = make([][]uint64, len(model.sizes)+1)
+	for i := range e.memo {
+		e.memo[i] = make([]uint64, len(nodes))
+	}
+	e.res = &Result{Policy: pol.Name, Jobs: len(jobs)}
+	switch pol.Kind {
+	case Static:
+		if err := e.setupStatic(jobs); err != nil {
+			return nil, err
+		}
+	default:
+		e.pl = &dynamic{nodes: nodes, model: model, firstFit: pol.Kind == FirstFit, pcieAware: pol.PCIeAware}
+		e.res.Detail = "reachability"
+		if pol.Kind == FirstFit {
+			e.res.Detail = "first-fit"
+		}
+		if pol.Order != Backfill {
+			e.res.Detail += ", " + pol.Order.String()
+		}
+	}
+	if pol.Predict {
+		dir, err := os.MkdirTemp("", "migpro-simulate-history-")
+		if err != nil {
+			return nil, fmt.Errorf("history store: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		if e.pred, err = newSizer(model, dir, cfg.Seed); err != nil {
+			return nil, err
+		}
+		e.res.Detail += ", estimator+predictor"
+	}
+	if pol.PCIeAware {
+		e.res.Detail += ", PCIe-aware"
+	}
+	for i := range jobs {
+		js := &jobState{job: &jobs[i], idx: i}
+		e.jobs = append(e.jobs, js)
+		e.push(event{t: jobs[i].Arrival, kind: evArrive, j: js})
+	}
+	if err := e.loop(); err != nil {
+		return nil, fmt.Errorf("policy %s: %w", pol.Name, err)
+	}
+	e.finish(jobs)
+	e.res.Wall = time.Since(wall)
+	return e.res, nil
+}
+
+func (e *engine) setupStatic(jobs []Job) error {
+	l, err := LayoutByName(e.pol.Layout)
+	if err != nil {
+		return err
+	}
+	st, steps, err := newStatic(e.nodes, e.model, l)
+	if err != nil {
+		return err
+	}
+	// Every job must find an instance holding both its first request and
+	// its peak; restarts then only ask for sizes up to the one holding the
+	// peak, which the layout has.
+	for i := range jobs {
+		need := max(jobs[i].Mem.Peak, e.initialProfile(&jobs[i]).Memory)
+		if st.largest() < need {
+			return infeasibleError{fmt.Sprintf("layout %s: largest instance %.1f GiB cannot hold job %s (%.1f GiB)",
+				l.Name, gib(st.largest()), jobs[i].ID, gib(need))}
+		}
+	}
+	// The layout is applied before the first job, but on the same
+	// serialised NVML queue: the first jobs wait for it.
+	for n, nd := range e.nodes {
+		for _, g := range nd.gpus {
+			for _, s := range steps[g.global] {
+				e.res.Reconfigs++
+				if p, ok := e.model.Profile(s.Profile); ok && !e.cfg.NoNVMLCost {
+					g.nvmlFree += NVMLCost(p.Slices, e.model.Slices)
+				}
+				for _, si := range st.insts[n] {
+					if si.gpu == s.GPU && si.place == s.Placement {
+						e.ready[si.uuid] = g.nvmlFree
+					}
+				}
+			}
+		}
+	}
+	e.pl = st
+	e.res.Detail = "layout " + l.Name
+	return nil
+}
+
+func (e *engine) loop() error {
+	for e.events.Len() > 0 {
+		t := e.events[0].t
+		e.now = t
+		for e.events.Len() > 0 && e.events[0].t == t {
+			ev := heap.Pop(&e.events).(event)
+			if err := e.handle(ev); err != nil {
+				return err
+			}
+		}
+		if err := e.serve(); err != nil {
+			return err
+		}
+		if e.cfg.Check {
+			if err := e.check(); err != nil {
+				return fmt.Errorf("at t=%.3f s: %w", e.now, err)
+			}
+		}
+	}
+	for _, j := range e.jobs {
+		if !j.done {
+			return fmt.Errorf("job %s never ran (asking for %s)", j.job.ID, j.profile.Name)
+		}
+	}
+	return nil
+}
+
+func (e *engine) handle(ev event) error {
+	switch ev.kind {
+	case evArrive:
+		j := ev.j
+		j.profile = e.initialProfile(j.job)
+		e.enqueue(j)
+	case evStart:
+		e.begin(ev.r)
+	case evMilestone:
+		if ev.gen != ev.r.gen || !e.active[ev.r] {
+			return nil // rescheduled since
+		}
+		return e.milestone(ev.r)
+	}
+	return nil
+}
+
+func (e *engine) initialProfile(j *Job) Profile {
+	if e.pol.FullGPU {
+		return e.model.Full
+	}
+	if e.pred != nil {
+		return e.pred.initial(j)
+	}
+	if p, ok := e.model.Profile(j.Profile); ok {
+		return p
+	}
+	return e.model.Pick(declared(j))
+}
+
+func declared(j *Job) uint64 {
+	if j.Declared == 0 {
+		return j.Mem.Peak
+	}
+	return j.Declared
+}

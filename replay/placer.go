@@ -1,0 +1,214 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/gpu"
+)
+
+// grant is an instance handed to a run.
+type grant struct {
+	node, gpu int // gpu is the node-local index
+	uuid      string
+	profile   Profile
+	placement gpu.Placement
+	// steps are the NVML creates and destroys the grant cost (zero on reuse).
+	steps []partitioner.Step
+}
+
+// offer is what one node could do for a request, without doing it.
+type offer struct {
+	node     int
+	reuse    bool
+	destroys int
+	heavy    int // PCIe-heavy runs on the chosen GPU (PCIe-aware only)
+	used     int // slices of the node's instances (packing)
+	kept     [2]int
+	memory   uint64 // instance memory (static best fit)
+	pin      *partitioner.Pin
+}
+
+// placer is how a policy turns a request into an instance. plan answers
+// without changing anything; commit makes the grant that plan described.
+type placer interface {
+	plan(j *jobState, n int) (offer, bool, error)
+	commit(j *jobState, o offer) (grant, error)
+	better(a, b offer) bool
+	release(g grant) error
+}
+
+// pcieCtx is per-node state the PCIe-aware partitioner policy reads: whether
+// the request being placed is PCIe-heavy, and the node's GPUs.
+type pcieCtx struct {
+	node  *node
+	heavy bool
+}
+
+// pcieAware wraps a partitioner policy: for a PCIe-heavy request it prefers
+// the GPU with fewer PCIe-heavy runs, after the base rule on destroys and
+// before every other rule of the base policy.
+type pcieAware struct {
+	base partitioner.Policy
+	ctx  *pcieCtx
+}
+
+func (p pcieAware) Name() string { return p.base.Name() + "+pcie" }
+
+func (p pcieAware) Better(a, b partitioner.Candidate) bool {
+	if a.Destroys != b.Destroys {
+		return a.Destroys < b.Destroys
+	}
+	if p.ctx.heavy {
+		ha, hb := p.ctx.node.gpus[a.GPU].heavyHeld, p.ctx.node.gpus[b.GPU].heavyHeld
+		if ha != hb {
+			return ha < hb
+		}
+	}
+	return p.base.Better(a, b)
+}
+
+// dynamic places through each node's real partitioner.
+type dynamic struct {
+	nodes     []*node
+	model     *Model
+	firstFit  bool // cluster-level choice: first node, not best
+	pcieAware bool
+}
+
+func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
+	nd := d.nodes[n]
+	fits := false
+	for _, g := range nd.gpus {
+		if fits = g.mayFit(d.model, j.profile); fits {
+			break
+		}
+	}
+	if !fits {
+		return offer{}, false, nil
+	}
+	heavy := d.pcieAware && j.job.Heavy()
+	nd.pcie.heavy = heavy
+	plan, err := nd.part.Plan(j.profile.Name)
+	if errors.Is(err, partitioner.ErrMustWait) {
+		return offer{}, false, nil
+	}
+	if err != nil {
+		return offer{}, false, fmt.Errorf("node %d: %w", n, err)
+	}
+	o := offer{node: n, reuse: plan.Reuse != nil, used: nd.used, kept: [2]int{plan.Reachable, max(plan.Before, 1)}}
+	for _, s := range plan.Steps {
+		if s.Kind == partitioner.StepDestroy {
+			o.destroys++
+		}
+	}
+	if plan.Before == 0 {
+		o.kept = [2]int{1, 1}
+	}
+	o.heavy = nd.gpus[plan.GPU].heavyHeld
+	if heavy && o.heavy > 0 {
+		d.spread(nd, j, &o)
+	}
+	if !heavy {
+		o.heavy = 0
+	}
+	return o, true, nil
+}
+
+// spread steers a PCIe-heavy request away from the GPU the partitioner
+// chose when another GPU of the node has fewer PCIe-heavy runs and either an
+// idle instance of the profile (reuse) or a legal placement clear of every
+// instance (create in free space). The partitioner itself reuses without
+// consulting the policy, so the choice is pinned.
+func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
+	occupied := make([]uint16, len(nd.gpus))
+	slices := make([]int, len(nd.gpus))
+	var idle []partitioner.Instance
+	for _, in := range nd.part.Instances() {
+		occupied[in.GPU] |= uint16((1<<in.Placement.Size - 1) << in.Placement.Start)
+		if p, ok := d.model.Profile(in.Profile); ok {
+			slices[in.GPU] += p.Slices
+		}
+		if in.State == partitioner.Idle && in.Profile == j.profile.Name {
+			idle = append(idle, in)
+		}
+	}
+	for _, in := range idle {
+		if h := nd.gpus[in.GPU].heavyHeld; h < o.heavy {
+			o.heavy, o.reuse, o.destroys = h, true, 0
+			o.pin = &partitioner.Pin{GPU: in.GPU, Start: in.Placement.Start}
+		}
+	}
+	for gi, g := range nd.gpus {
+		if g.heavyHeld >= o.heavy || slices[gi]+j.profile.Slices > d.model.Slices {
+			continue
+		}
+		for _, mask := range d.model.masks[j.profile.Name] {
+			if mask&occupied[gi] != 0 {
+				continue
+			}
+			start := bits.TrailingZeros16(mask)
+			if nd.part.CheckPin(j.profile.Name, partitioner.Pin{GPU: gi, Start: start}) != nil {
+				continue
+			}
+			o.heavy, o.reuse, o.destroys = g.heavyHeld, false, 0
+			o.pin = &partitioner.Pin{GPU: gi, Start: start}
+			break
+		}
+	}
+}
+
+func (d *dynamic) commit(j *jobState, o offer) (grant, error) {
+	nd := d.nodes[o.node]
+	nd.pcie.heavy = d.pcieAware && j.job.Heavy()
+	inst, plan, err := nd.part.AllocateAt(context.Background(), j.profile.Name, o.pin, j.job.ID)
+	if err != nil {
+		return grant{}, fmt.Errorf("node %d: allocate %s for job %s: %w", o.node, j.profile.Name, j.job.ID, err)
+	}
+	for _, s := range plan.Steps {
+		p, _ := d.model.Profile(s.Profile)
+		if s.Kind == partitioner.StepCreate {
+			nd.used += p.Slices
+		} else {
+			nd.used -= p.Slices
+		}
+	}
+	return grant{node: o.node, gpu: inst.GPU, uuid: inst.UUID, profile: j.profile, placement: inst.Placement, steps: plan.Steps}, nil
+}
+
+func (d *dynamic) better(a, b offer) bool {
+	if d.firstFit {
+		if (a.destroys == 0) != (b.destroys == 0) {
+			return a.destroys == 0
+		}
+		return a.node < b.node
+	}
+	// heavy is zero unless the option is on and the job is PCIe-heavy;
+	// then sharing less bandwidth comes first.
+	if a.heavy != b.heavy {
+		return a.heavy < b.heavy
+	}
+	if a.reuse != b.reuse {
+		return a.reuse
+	}
+	if a.destroys != b.destroys {
+		return a.destroys < b.destroys
+	}
+	if a.used != b.used {
+		return a.used > b.used
+	}
+	if l, r := a.kept[0]*b.kept[1], b.kept[0]*a.kept[1]; l != r {
+		return l > r
+	}
+	return a.node < b.node
+}
+
+func (d *dynamic) release(g grant) error {
+	if _, err := d.nodes[g.node].part.Release(g.uuid); err != nil {
+		return fmt.Errorf("node %d: release %s: %w", g.node, g.uuid, err)
+	}
+	return nil
+}

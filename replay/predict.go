@@ -1,0 +1,107 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/predictor"
+)
+
+// sizer is policy 5's use of the real estimator and predictor: the first
+// profile comes from the estimator (declared memory, overridden by the peak
+// of earlier runs of the same workload key), and every run's memory series
+// goes through the predictor, which may mark it before it runs out.
+type sizer struct {
+	model *Model
+	est   *estimator.Estimator
+	hist  *estimator.History
+	seed  int64
+}
+
+func newSizer(model *Model, dir string, seed int64) (*sizer, error) {
+	h, err := estimator.OpenHistory(filepath.Join(dir, "history.json"))
+	if err != nil {
+		return nil, err
+	}
+	est := &estimator.Estimator{GPU: model.Name, Profiles: model.sizes, Margin: 0.10, History: h}
+	return &sizer{model: model, est: est, hist: h, seed: seed}, nil
+}
+
+// initial is the first profile: the estimator's choice from the declared
+// memory and the key's history. A job that names a profile keeps it (the
+// user asked for those compute slices) unless the history proves it too
+// small, in which case the estimator's larger choice wins, as the admission
+// webhook would rewrite the request.
+func (s *sizer) initial(j *Job) Profile {
+	c, err := s.est.Estimate(estimator.Workload{
+		Key:         j.Key,
+		Annotations: map[string]string{estimator.AnnotationMemory: strconv.FormatUint(declared(j), 10)},
+	})
+	est, ok := s.model.Profile(c.Profile.Name)
+	if (err != nil && !errors.Is(err, estimator.ErrTooLarge)) || !ok {
+		// Validation guarantees a parseable hint; fall back to the baseline.
+		est = s.model.Pick(declared(j))
+	}
+	if named, ok := s.model.Profile(j.Profile); ok && named.Memory >= est.Memory {
+		return named
+	}
+	return est
+}
+
+// noiseSD is the sample noise the predictor sees, as a fraction of the
+// job's peak: telemetry is never a clean line.
+const noiseSD = 0.003
+
+// mark replays the run's memory series, one sample per iteration until the
+// OOM point, through a fresh predictor sized for the instance. It returns the
+// progress at which the predictor marks the run and the profile it
+// recommends, or false when it does not mark before the OOM or the end.
+func (s *sizer) mark(j *jobState, on Profile, oomAt float64) (float64, Profile, bool) {
+	iters := j.job.iters()
+	pr, err := predictor.New(predictor.Config{Capacity: on.Memory, Horizon: float64(iters), Profiles: s.model.sizes})
+	if err != nil {
+		return 0, Profile{}, false
+	}
+	rng := rand.New(rand.NewPCG(uint64(s.seed), uint64(j.idx)<<20|uint64(j.attempts)))
+	sd := noiseSD * float64(j.job.Mem.Peak)
+	for i := 1; i <= iters; i++ {
+		p := float64(i) / float64(iters)
+		if p >= oomAt || p >= 1 {
+			break
+		}
+		used := max(0, j.job.Mem.At(p)+rng.NormFloat64()*sd)
+		d, marked := pr.Observe(predictor.Sample{T: float64(i), Used: uint64(used)})
+		if !marked {
+			continue
+		}
+		prof, ok := s.model.Profile(d.Profile)
+		if !ok || !d.Fits {
+			prof = s.model.Full
+		}
+		return p, prof, true
+	}
+	return 0, Profile{}, false
+}
+
+// learn records a completed job's peak under its key, so later jobs of the
+// same workload start on a profile that holds it. The store is written only
+// when the peak grows (it keeps the maximum anyway), which keeps a long
+// stream from rewriting the file on every completion.
+func (s *sizer) learn(j *Job, now float64) error {
+	if j.Key == "" {
+		return nil
+	}
+	if old, ok := s.hist.Peak(j.Key); ok && old >= j.Mem.Peak {
+		return nil
+	}
+	at := time.Unix(0, 0).Add(time.Duration(now * float64(time.Second)))
+	if err := s.hist.Record(j.Key, j.Mem.Peak, at); err != nil {
+		return fmt.Errorf("record peak of %s: %w", j.Key, err)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package replay
+
+import "sort"
+
+// enqueue adds a job to the wait queue in the policy's order.
+func (e *engine) enqueue(j *jobState) {
+	j.key = [4]float64{j.job.Arrival, float64(j.idx)}
+	if e.pol.Order == BySize {
+		j.key = [4]float64{-float64(j.profile.Slices), -float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
+	}
+	i := sort.Search(len(e.queue), func(i int) bool { return less(j.key, e.queue[i].key) })
+	e.queue = append(e.queue, nil)
+	copy(e.queue[i+1:], e.queue[i:])
+	e.queue[i] = j
+	j.needAll = true
+	e.fresh = true
+}
+
+func less(a, b [4]float64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// serve offers waiting jobs to nodes: new jobs to every node, the others
+// only to nodes where something was released since they last waited.
+func (e *engine) serve() error {
+	anyDirty := false
+	for _, d := range e.dirty {
+		anyDirty = anyDirty || d
+	}
+	if !anyDirty && !e.fresh {
+		return nil
+	}
+	e.scan++
+	var dirty []int
+	for n, d := range e.dirty {
+		if d {
+			dirty = append(dirty, n)
+		}
+		e.dirty[n] = false
+	}
+	e.fresh = false
+	all := make([]int, len(e.nodes))
+	for n := range all {
+		all[n] = n
+	}
+	keep := e.queue[:0]
+	blocked := false
+	for i, j := range e.queue {
+		if blocked {
+			keep = append(keep, j)
+			continue
+		}
+		if e.pol.Order == FIFO && i > 0 {
+			j.needAll = true // it was waiting behind the order, not for room
+		}
+		nodes := dirty
+		if j.needAll {
+			nodes = all
+		}
+		ok, err := e.place(j, nodes)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		j.needAll = false
+		keep = append(keep, j)
+		if e.pol.Order == FIFO {
+			blocked = true
+		}
+	}
+	for i := len(keep); i < len(e.queue); i++ {
+		e.queue[i] = nil
+	}
+	e.queue = keep
+	return nil
+}
+
+// place offers j to nodes and starts it on the best one that can take it.
+func (e *engine) place(j *jobState, nodes []int) (bool, error) {
+	p := e.model.rank(j.profile.Name)
+	var best offer
+	found := false
+	for _, n := range nodes {
+		if e.memo[p][n] == e.scan {
+			continue
+		}
+		o, ok, err := e.pl.plan(j, n)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			e.memo[p][n] = e.scan
+			continue
+		}
+		if !found || e.pl.better(o, best) {
+			best, found = o, true
+		}
+	}
+	if !found {
+		return false, nil
+	}
+	g, err := e.pl.commit(j, best)
+	if err != nil {
+		return false, err
+	}
+	e.grant(j, g)
+	return true, nil
+}

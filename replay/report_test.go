@@ -1,0 +1,59 @@
+package replay
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCompareRatios(t *testing.T) {
+	results := []*Result{
+		{Policy: "sequential", Makespan: 400, MeanJCT: 300},
+		{Policy: "static:all-1g", Makespan: 150, MeanJCT: 100},
+		{Policy: "migpro", Makespan: 100, MeanJCT: 50, Ratio: 1.25},
+		{Policy: "migpro/B-fifo", Makespan: 90, MeanJCT: 80},
+	}
+	got := Compare(results)
+	want := []Comparison{
+		{Migpro: "migpro", Other: "sequential", Speedup: 4, JCT: 6},
+		{Migpro: "migpro", Other: "static:all-1g", Speedup: 1.5, JCT: 2},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("comparisons %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("comparison %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteComparison(&buf, results); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"migpro vs sequential     4.00×                  6.00×", "migpro vs lower bound    1.25× (25% above)"} {
+		if !strings.Contains(buf.String(), line) {
+			t.Errorf("comparison lacks %q:\n%s", line, buf.String())
+		}
+	}
+}
+
+func TestTableColumns(t *testing.T) {
+	var buf bytes.Buffer
+	r := &Result{Policy: "migpro", Detail: "reachability", Makespan: 1234.4, Throughput: 0.5, MeanJCT: 99.6, P95JCT: 200,
+		MemUtil: 0.456, Reconfigs: 7, Restarts: 3, Marks: 2, LostWork: 42, LowerBound: 1000, Ratio: 1.2344}
+	if err := WriteTable(&buf, []*Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
+	}
+	fields := strings.Fields(lines[1])
+	want := []string{"migpro", "1234", "0.5000", "100", "200", "45.6%", "7", "3", "(2)", "42", "1.23", "reachability"}
+	if strings.Join(fields, " ") != strings.Join(want, " ") {
+		t.Errorf("row %q, want fields %q", lines[1], want)
+	}
+	if !strings.HasPrefix(lines[2], "lower bound") || !strings.Contains(lines[2], "1000") {
+		t.Errorf("bound row %q", lines[2])
+	}
+}

@@ -1,0 +1,52 @@
+// Package telemetrytest runs a real telemetry.Service for the tests of the
+// packages that talk to it: the hook, the shim tests, migctl top.
+package telemetrytest
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/migpro/migpro/telemetry"
+)
+
+// New returns a Service with the pid check off, whose state lives in a fresh
+// directory under os.TempDir (short, for unix socket paths) removed when tb
+// ends. opts come after the defaults, so they may override them.
+func New(tb testing.TB, opts ...telemetry.Option) *telemetry.Service {
+	s, _ := newIn(tb, opts)
+	return s
+}
+
+// Serve is New plus the agent's API (Service.Handler) on a unix socket in
+// the state directory; it returns the socket's path.
+func Serve(tb testing.TB, opts ...telemetry.Option) (*telemetry.Service, string) {
+	tb.Helper()
+	s, dir := newIn(tb, opts)
+	sock := filepath.Join(dir, "agent.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: s.Handler()}
+	go srv.Serve(l)
+	tb.Cleanup(func() { srv.Close() })
+	return s, sock
+}
+
+func newIn(tb testing.TB, opts []telemetry.Option) (*telemetry.Service, string) {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "tt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	s, err := telemetry.New(append([]telemetry.Option{telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil)}, opts...)...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s, dir
+}
