@@ -13,10 +13,10 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/cdi"
-	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/nvmlgpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin"
 	"github.com/migpro/migpro/plugin/podresources"
 )

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/migpro/migpro/demand"
+	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/partitioner/geometry"
-	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/plugin"
 )
 

@@ -10,9 +10,9 @@ import (
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/cdi"
+	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 // ownerKubelet marks instances the kubelet allocated; PodResources later

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/migpro/migpro/internal/atomicfile"
 	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/internal/atomicfile"
 	"github.com/sirupsen/logrus"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	"tags.cncf.io/container-device-interface/pkg/parser"

@@ -27,8 +27,8 @@ import (
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/predictor"
-	"github.com/migpro/migpro/telemetry"
 	"github.com/migpro/migpro/readmit"
+	"github.com/migpro/migpro/telemetry"
 )
 
 const (

@@ -7,8 +7,8 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/migpro/migpro/partitioner/geometry"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // BenchmarkPrecompute builds each simulated model's geometry and its full

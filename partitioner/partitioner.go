@@ -9,8 +9,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/migpro/migpro/partitioner/geometry"
 	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // Partitioner owns the MIG layout of every GPU on a node. Decisions are made

@@ -9,8 +9,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/estimator"
-	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/partitioner"
 )
 
 // Profile is one instance size as the simulator sees it, read from the

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/partitioner"
 )
 
 // grant is an instance handed to a run.

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/partitioner"
 )
 
 // Layout is a fixed MIG geometry applied once before any job runs, the way

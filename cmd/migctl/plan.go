@@ -13,8 +13,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/partitioner"
 )
 
 func init() {

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/partitioner"
 )
 
 const stateSpec = "a100-40gb:2,h100-80gb"

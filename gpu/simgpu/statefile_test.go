@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migpro/migpro/internal/atomicfile"
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/atomicfile"
 )
 
 // savedState makes a state file with two complete instances on GPU 0 and
