@@ -13,11 +13,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/demand"
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/partitioner/geometry"
-	"github.com/migpro/migpro/plugin"
 )
 
 // clusterRESTConfig says how to reach the API server: the kubeconfig when
@@ -67,7 +67,7 @@ func (a *Agent) clusterDemand() (*demand.Source, error) {
 	a.startReadmit(cs)
 	resources := map[corev1.ResourceName]string{}
 	for _, p := range a.part.Profiles() {
-		resources[corev1.ResourceName(plugin.ResourceName(a.cfg.Domain, p))] = p
+		resources[corev1.ResourceName(defaults.ResourceName(a.cfg.Domain, p))] = p
 	}
 	src, err := demand.New(demand.Config{Client: cs, NodeName: a.cfg.NodeName, Domain: a.cfg.Domain,
 		Resources: resources, Provisioner: newClusterProvisioner(a), Logger: a.log, Resync: a.cfg.TrackEvery, Events: true})

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Config is everything the agent can be told. Zero values of optional parts
@@ -77,11 +79,11 @@ func (c Config) Defaults() Config {
 			*p = v
 		}
 	}
-	set(&c.Socket, "/run/migpro/agent.sock")
+	set(&c.Socket, defaults.AgentSocket)
 	set(&c.StateDir, "/var/lib/migpro")
 	set(&c.CDISpecDir, "/var/run/cdi")
-	set(&c.CDIKind, "migpro.dev/mig")
-	set(&c.Domain, "nvidia.com")
+	set(&c.CDIKind, defaults.CDIKind)
+	set(&c.Domain, defaults.Domain)
 	set(&c.Policy, "reachability")
 	set(&c.TelemetryDir, "/run/migpro")
 	if c.SimRoot == "" {

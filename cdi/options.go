@@ -3,6 +3,8 @@ package cdi
 import (
 	"github.com/sirupsen/logrus"
 	specs "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 const (
@@ -10,7 +12,7 @@ const (
 	// specs (podman 4.3 reads only /etc/cdi and /var/run/cdi).
 	DefaultSpecDir = "/var/run/cdi"
 	// DefaultKind is migpro's CDI kind. It is never NVIDIA's "nvidia.com/gpu".
-	DefaultKind = "migpro.dev/mig"
+	DefaultKind = defaults.CDIKind
 )
 
 // Option configures a Writer.

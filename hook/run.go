@@ -8,6 +8,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Stages the hook understands. CreateRuntime and Prestart do the same work
@@ -21,7 +23,7 @@ const (
 )
 
 // DefaultAgentSocket is the agent's local API.
-const DefaultAgentSocket = "/run/migpro/agent.sock"
+const DefaultAgentSocket = defaults.AgentSocket
 
 // Config is the hook's own configuration: flags only, never the container's.
 type Config struct {

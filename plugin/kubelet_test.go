@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // fakeKubelet is a real gRPC Registration server on <dir>/kubelet.sock that
@@ -31,7 +33,7 @@ type fakeKubelet struct {
 
 func startFakeKubelet(t *testing.T, dir string, refuse int) *fakeKubelet {
 	t.Helper()
-	lis, err := net.Listen("unix", filepath.Join(dir, KubeletSocketName))
+	lis, err := net.Listen("unix", filepath.Join(dir, defaults.KubeletSocketName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // TestKubeletRestartReRegisters plays a kubelet restart: the old kubelet goes
@@ -26,7 +28,7 @@ func TestKubeletRestartReRegisters(t *testing.T) {
 	}
 
 	old.srv.Stop() // removes kubelet.sock
-	for _, p := range []string{"migpro-1g.10gb.sock", "migpro-3g.40gb.sock", KubeletSocketName} {
+	for _, p := range []string{"migpro-1g.10gb.sock", "migpro-3g.40gb.sock", defaults.KubeletSocketName} {
 		_ = os.Remove(filepath.Join(dir, p))
 	}
 	k := startFakeKubelet(t, dir, 0)
@@ -125,7 +127,7 @@ func TestRegistrationRetries(t *testing.T) {
 // a kubelet listens there.
 func TestStaleKubeletSocket(t *testing.T) {
 	dir := shortDir(t)
-	l, err := net.Listen("unix", filepath.Join(dir, KubeletSocketName))
+	l, err := net.Listen("unix", filepath.Join(dir, defaults.KubeletSocketName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +138,7 @@ func TestStaleKubeletSocket(t *testing.T) {
 		st := m.Status()
 		return len(st) == 1 && st[0].Attempts >= 2 && strings.Contains(st[0].LastError, "connection refused")
 	})
-	if err := os.Remove(filepath.Join(dir, KubeletSocketName)); err != nil {
+	if err := os.Remove(filepath.Join(dir, defaults.KubeletSocketName)); err != nil {
 		t.Fatal(err)
 	}
 	k := startFakeKubelet(t, dir, 0)
@@ -203,7 +205,7 @@ func TestStopRemovesSockets(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{KubeletSocketName}) {
+	if !slices.Equal(names, []string{defaults.KubeletSocketName}) {
 		t.Errorf("after stop the dir holds %q, want only kubelet.sock", names)
 	}
 }

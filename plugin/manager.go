@@ -14,6 +14,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Manager runs one device plugin server per profile of an Inventory.
@@ -79,7 +81,7 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	m.sync(ctx)
 	dir := filepath.Clean(m.cfg.dir)
-	kubelet := filepath.Join(dir, KubeletSocketName)
+	kubelet := filepath.Join(dir, defaults.KubeletSocketName)
 	for {
 		select {
 		case <-ctx.Done():

@@ -2,35 +2,19 @@ package plugin
 
 import (
 	"fmt"
-	"strings"
 
-	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"github.com/migpro/migpro/defaults"
 )
 
 const (
-	// DefaultPluginDir is the kubelet's device-plugin directory. The kubelet
-	// uses this path whatever its --root-dir says.
-	DefaultPluginDir = v1beta1.DevicePluginPath
-	// DefaultDomain is the resource domain, NVIDIA's, so existing pod specs
-	// asking for nvidia.com/mig-<profile> work unchanged.
-	DefaultDomain = "nvidia.com"
-	// KubeletSocketName is the kubelet's registration socket in the plugin dir.
-	KubeletSocketName = "kubelet.sock"
 	// socketPrefix starts the name of every socket migpro serves.
 	socketPrefix = "migpro-"
 )
 
-// profileLabel is the profile as it appears in resource and socket names.
-func profileLabel(profile string) string { return strings.ReplaceAll(profile, "+", ".") }
-
-// ResourceName is the extended resource a profile is advertised as, e.g.
-// ResourceName("nvidia.com", "1g.10gb+me") = "nvidia.com/mig-1g.10gb.me".
-func ResourceName(domain, profile string) string {
-	return fmt.Sprintf("%s/mig-%s", domain, profileLabel(profile))
-}
-
 // SocketName is the file name of a profile's plugin socket in the plugin dir.
-func SocketName(profile string) string { return socketPrefix + profileLabel(profile) + ".sock" }
+func SocketName(profile string) string {
+	return socketPrefix + defaults.ProfileLabel(profile) + ".sock"
+}
 
 // validProfile rejects names that cannot become a resource or socket name.
 func validProfile(p string) error {

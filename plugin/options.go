@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Option configures a Manager.
@@ -22,8 +24,8 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		dir:        DefaultPluginDir,
-		domain:     DefaultDomain,
+		dir:        defaults.PluginDir,
+		domain:     defaults.Domain,
 		prefer:     DefaultPreference,
 		backoffMin: 100 * time.Millisecond,
 		backoffMax: 5 * time.Second,

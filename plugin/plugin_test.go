@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 const (
@@ -263,8 +265,8 @@ func TestNames(t *testing.T) {
 		{"example.org", "7g.80gb", "example.org/mig-7g.80gb", "migpro-7g.80gb.sock"},
 	}
 	for _, c := range cases {
-		if got := ResourceName(c.domain, c.profile); got != c.resource {
-			t.Errorf("ResourceName(%q, %q) = %q, want %q", c.domain, c.profile, got, c.resource)
+		if got := defaults.ResourceName(c.domain, c.profile); got != c.resource {
+			t.Errorf("defaults.ResourceName(%q, %q) = %q, want %q", c.domain, c.profile, got, c.resource)
 		}
 		if got := SocketName(c.profile); got != c.socket {
 			t.Errorf("SocketName(%q) = %q, want %q", c.profile, got, c.socket)

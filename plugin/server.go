@@ -13,6 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // server is one profile's device plugin: a gRPC server on its socket and the
@@ -150,13 +152,13 @@ func (s *server) setState(f func(*regState)) {
 }
 
 func newServer(profile string, inv Inventory, changed *notifier, cfg *config) *server {
-	resource := ResourceName(cfg.domain, profile)
+	resource := defaults.ResourceName(cfg.domain, profile)
 	log := cfg.log.WithFields(logrus.Fields{"component": "plugin", "resource": resource})
 	return &server{
 		svc: &service{profile: profile, resource: resource, inv: inv, changed: changed,
 			check: cfg.check, prefer: cfg.prefer, log: log},
 		socket:  filepath.Join(cfg.dir, SocketName(profile)),
-		kubelet: filepath.Join(cfg.dir, KubeletSocketName),
+		kubelet: filepath.Join(cfg.dir, defaults.KubeletSocketName),
 		cfg:     cfg,
 		log:     log,
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Marker acts on predictor marks for pods: annotation, Event,
@@ -50,7 +52,7 @@ func WithEvictBackoff(b wait.Backoff) Option { return func(m *Marker) { m.backof
 
 // NewMarker returns a Marker that talks to the API server through client.
 func NewMarker(client kubernetes.Interface, opts ...Option) *Marker {
-	m := &Marker{client: client, store: Store{Client: client}, domain: DefaultDomain,
+	m := &Marker{client: client, store: Store{Client: client}, domain: defaults.Domain,
 		log: logrus.StandardLogger(), backoff: DefaultEvictBackoff, now: time.Now}
 	for _, o := range opts {
 		o(m)
@@ -100,7 +102,7 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 	}
 	out.From = from
 	if mk.ToProfile != "" && mk.Fits {
-		out.To = ResourceName(m.domain, mk.ToProfile)
+		out.To = defaults.ResourceName(m.domain, mk.ToProfile)
 	}
 	if out.To == from {
 		out.Ignored = "recommended profile is the current one"
@@ -168,14 +170,14 @@ func (m *Marker) fromResource(pod *corev1.Pod, mk Mark) (string, error) {
 	var names []string
 	for _, list := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
 		for n := range list {
-			if isMIGResource(m.domain, string(n)) && !contains(names, string(n)) {
+			if defaults.IsMIGResource(m.domain, string(n)) && !contains(names, string(n)) {
 				names = append(names, string(n))
 			}
 		}
 	}
 	sort.Strings(names)
 	if mk.FromProfile != "" {
-		want := ResourceName(m.domain, mk.FromProfile)
+		want := defaults.ResourceName(m.domain, mk.FromProfile)
 		if contains(names, want) {
 			return want, nil
 		}

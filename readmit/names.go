@@ -3,15 +3,10 @@ package readmit
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strings"
 )
 
 const (
-	// DefaultDomain is the resource domain of MIG resources; it matches the
-	// agent's default (plugin.DefaultDomain).
-	DefaultDomain = "nvidia.com"
-
 	// AnnotationPredictedOOM is set on a marked pod: JSON of PredictedOOM.
 	AnnotationPredictedOOM = "migpro.dev/predicted-oom"
 	// AnnotationReadmitted is set by the webhook on a pod whose request it
@@ -32,19 +27,6 @@ const (
 	// Component is the event source.
 	Component = "migpro-readmit"
 )
-
-// ResourceName is the extended resource a profile is advertised as; it is
-// plugin.ResourceName (a test keeps them equal) without importing the plugin
-// and its NVML dependencies into the webhook.
-func ResourceName(domain, profile string) string {
-	return fmt.Sprintf("%s/mig-%s", domain, strings.ReplaceAll(profile, "+", "."))
-}
-
-// isMIGResource reports whether a resource name is one of domain's MIG
-// resources.
-func isMIGResource(domain, name string) bool {
-	return strings.HasPrefix(name, domain+"/mig-") && len(name) > len(domain)+len("/mig-")
-}
 
 // StoreName is the name of the ConfigMap holding the recommendation for a
 // controller: readable when it fits, hashed when it would not be a valid

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Rewrite is one request the webhook changed; the AnnotationReadmitted
@@ -35,7 +37,7 @@ func rewritePatch(pod *corev1.Pod, rec *Recommendation, domain string) (ops []pa
 			if !ok {
 				continue
 			}
-			if !isMIGResource(domain, to) {
+			if !defaults.IsMIGResource(domain, to) {
 				warnings = append(warnings, fmt.Sprintf("migpro-readmit: recommendation %s → %q for container %s is not a %s MIG resource; left unchanged", from, to, c.Name, domain))
 				continue
 			}
@@ -83,7 +85,7 @@ func migResources(c corev1.Container, domain string) []string {
 	seen := map[string]bool{}
 	for _, list := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
 		for n := range list {
-			if isMIGResource(domain, string(n)) {
+			if defaults.IsMIGResource(domain, string(n)) {
 				seen[string(n)] = true
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	plugin "github.com/migpro/migpro/plugin"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,13 +155,5 @@ func TestStoreNamesAreValid(t *testing.T) {
 	}
 	if StoreName("ReplicaSet", "a") == StoreName("StatefulSet", "a") {
 		t.Error("kinds collide")
-	}
-}
-
-func TestResourceNameMatchesPlugin(t *testing.T) {
-	for _, p := range []string{"1g.5gb", "1g.10gb+me", "7g.80gb"} {
-		if a, b := ResourceName(DefaultDomain, p), plugin.ResourceName(plugin.DefaultDomain, p); a != b {
-			t.Errorf("%s: %s != plugin's %s", p, a, b)
-		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Recommender looks up a controller's recommendation; Store is one.
@@ -37,7 +39,7 @@ type Webhook struct{ cfg WebhookConfig }
 // NewWebhook returns the handler for the /mutate path.
 func NewWebhook(cfg WebhookConfig) *Webhook {
 	if cfg.Domain == "" {
-		cfg.Domain = DefaultDomain
+		cfg.Domain = defaults.Domain
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.StandardLogger()

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/readmit"
 )
 
@@ -39,7 +40,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.certFile, "tls-cert", "", "serving certificate (PEM); required")
 	fs.StringVar(&o.keyFile, "tls-key", "", "serving key (PEM); required")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
-	fs.StringVar(&o.domain, "domain", readmit.DefaultDomain, "resource name domain: <domain>/mig-<profile>")
+	fs.StringVar(&o.domain, "domain", defaults.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 	return fs
 }

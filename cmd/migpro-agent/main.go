@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/plugin/podresources"
 )
 
@@ -33,7 +34,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.StateDir, "state-dir", def.StateDir, "directory of the checkpoint")
 	fs.StringVar(&cfg.CDISpecDir, "cdi-dir", def.CDISpecDir, "CDI spec directory")
 	fs.StringVar(&cfg.CDIKind, "cdi-kind", def.CDIKind, "CDI kind of the instances")
-	fs.StringVar(&cfg.PluginDir, "plugin-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugin directory; empty disables the plugins")
+	fs.StringVar(&cfg.PluginDir, "plugin-dir", defaults.PluginDir, "kubelet device-plugin directory; empty disables the plugins")
 	fs.StringVar(&cfg.Domain, "domain", def.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server, for the cluster demand source (default: in-cluster config when KUBERNETES_SERVICE_HOST is set, else off)")
 	fs.StringVar(&cfg.NodeName, "node-name", defaultNodeName(), "this node's name in the cluster (default: $NODE_NAME, then the hostname)")

@@ -1,9 +1,13 @@
 package podresources
 
-import "context"
+import (
+	"context"
+
+	"github.com/migpro/migpro/defaults"
+)
 
 // DefaultSocket is the kubelet's PodResources socket.
-const DefaultSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
+const DefaultSocket = defaults.PodResourcesSocket
 
 // PodRef names the container a device is assigned to.
 type PodRef struct {
