@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin/podresources"
@@ -61,7 +62,7 @@ func specFiles(t *testing.T, dir string) []string {
 func TestAllocWritesSpecAndCheckpointFreeRemovesBoth(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	a := e.start(t)
-	resp, err := a.Alloc(context.Background(), AllocRequest{Profile: "2g.10gb", Owner: "me"})
+	resp, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "2g.10gb", Owner: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestAllocWritesSpecAndCheckpointFreeRemovesBoth(t *testing.T) {
 	if err := a.Free(context.Background(), resp.CDIName); !errors.Is(err, partitioner.ErrUnknownInstance) {
 		t.Fatalf("second free: %v", err)
 	}
-	if _, err := a.Alloc(context.Background(), AllocRequest{Profile: "9g.9gb"}); !errors.Is(err, partitioner.ErrUnknownProfile) {
+	if _, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "9g.9gb"}); !errors.Is(err, partitioner.ErrUnknownProfile) {
 		t.Fatalf("unknown profile: %v", err)
 	}
 }
@@ -95,17 +96,17 @@ func TestAllocWritesSpecAndCheckpointFreeRemovesBoth(t *testing.T) {
 func TestRestartKeepsHoldersRemovesStaleSpecsAndRollsBackHalfMade(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	a := e.start(t)
-	held, err := a.Alloc(context.Background(), AllocRequest{Profile: "3g.20gb"})
+	held, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "3g.20gb"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	idle, err := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
+	idle, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What a crash can leave: an instance destroyed behind the agent's back
 	// (its spec and checkpoint entry are stale), and a GI without its CI.
-	gone, err := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
+	gone, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestKubeletAllocationTrackedThroughPodResources(t *testing.T) {
 func TestIdleButAssignedIsNeverDestroyed(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	a := e.start(t)
-	resp, _ := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
+	resp, _ := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
 	a.part.Release(resp.UUID)
 	e.pods.Assign(resp.UUID, PodRef{Namespace: "ns", Name: "p", Container: "c"})
 	if err := a.part.Destroy(context.Background(), resp.UUID); !errors.Is(err, partitioner.ErrInstanceInUse) {
@@ -214,8 +215,8 @@ func TestIdleButAssignedIsNeverDestroyed(t *testing.T) {
 func TestXidMarksUnhealthyExceptIgnorable(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	a := e.start(t)
-	r1, _ := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
-	r2, _ := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
+	r1, _ := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
+	r2, _ := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go a.watchHealth(ctx)
@@ -231,7 +232,7 @@ func TestXidMarksUnhealthyExceptIgnorable(t *testing.T) {
 	}
 }
 
-func hasPod(st Status, uuid, pod string) bool {
+func hasPod(st client.Status, uuid, pod string) bool {
 	for _, in := range st.Instances {
 		if in.UUID == uuid && in.Pod == pod {
 			return true
@@ -267,11 +268,11 @@ func TestIdleTimeoutReapsButKeepsTheWarmPool(t *testing.T) {
 	a := e.start(t)
 	ctx := context.Background()
 	a.Maintain(ctx) // the warm pool makes one idle 1g.5gb
-	held, err := a.Alloc(ctx, AllocRequest{Profile: "2g.10gb"})
+	held, err := a.Alloc(ctx, client.AllocRequest{Profile: "2g.10gb"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spare, err := a.Alloc(ctx, AllocRequest{Profile: "3g.20gb"})
+	spare, err := a.Alloc(ctx, client.AllocRequest{Profile: "3g.20gb"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,61 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/partitioner"
 )
-
-// The local API: JSON over HTTP on a unix socket, for migctl and for podman
-// and containerd users who have no kubelet.
-const (
-	pathAlloc    = "/v1/alloc"
-	pathFree     = "/v1/free"
-	pathStatus   = "/v1/status"
-	pathProfiles = "/v1/profiles"
-)
-
-// AllocRequest asks for an instance of a profile.
-type AllocRequest struct {
-	Profile string `json:"profile"`
-	// Owner labels the holder in status pictures (default "local").
-	Owner string `json:"owner,omitempty"`
-}
-
-// AllocResponse is the instance given, with the name to pass to
-// `podman run --device` or containerd's WithCDIDevices.
-type AllocResponse struct {
-	UUID    string `json:"uuid"`
-	CDIName string `json:"cdiName"`
-	Profile string `json:"profile"`
-	GPU     int    `json:"gpu"`
-	Start   int    `json:"start"`
-	Size    int    `json:"size"`
-	Steps   int    `json:"steps"` // NVML creates and destroys it took
-}
-
-// FreeRequest releases and destroys an instance, named by its CDI name or
-// MIG UUID.
-type FreeRequest struct {
-	Name string `json:"name"`
-}
-
-// Status is the whole node: GPUs with their reachability, and instances.
-type Status struct {
-	GPUs      []partitioner.GPU `json:"gpus"`
-	Instances []StatusInstance  `json:"instances"`
-}
-
-// StatusInstance is one instance as status shows it.
-type StatusInstance struct {
-	partitioner.Instance
-	CDIName string `json:"cdiName,omitempty"`
-	Healthy bool   `json:"healthy"`
-	Pod     string `json:"pod,omitempty"`
-}
-
-// apiError is the body of every error answer: one line for the user.
-type apiError struct {
-	Error string `json:"error"`
-}
 
 type apiServer struct {
 	a   *Agent
@@ -93,10 +41,10 @@ func (a *Agent) listenAPI() (*apiServer, error) {
 		return nil, fmt.Errorf("local API: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+pathAlloc, a.handleAlloc)
-	mux.HandleFunc("POST "+pathFree, a.handleFree)
-	mux.HandleFunc("GET "+pathStatus, a.handleStatus)
-	mux.HandleFunc("GET "+pathProfiles, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, a.part.Profiles()) })
+	mux.HandleFunc("POST "+client.PathAlloc, a.handleAlloc)
+	mux.HandleFunc("POST "+client.PathFree, a.handleFree)
+	mux.HandleFunc("GET "+client.PathStatus, a.handleStatus)
+	mux.HandleFunc("GET "+client.PathProfiles, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, a.part.Profiles()) })
 	a.mountExtraRoutes(mux)
 	return &apiServer{a: a, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
 }
@@ -117,7 +65,7 @@ func (s *apiServer) serve(ctx context.Context) error {
 }
 
 func (a *Agent) handleAlloc(w http.ResponseWriter, r *http.Request) {
-	var req AllocRequest
+	var req client.AllocRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, err)
 		return
@@ -136,7 +84,7 @@ func (a *Agent) handleAlloc(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Agent) handleFree(w http.ResponseWriter, r *http.Request) {
-	var req FreeRequest
+	var req client.FreeRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, http.StatusBadRequest, err)
 		return
@@ -177,5 +125,5 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeErr(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, apiError{Error: strings.ReplaceAll(err.Error(), "\n", " ")})
+	writeJSON(w, code, client.Error{Error: strings.ReplaceAll(err.Error(), "\n", " ")})
 }

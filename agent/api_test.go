@@ -5,11 +5,13 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/migpro/migpro/client"
 )
 
 // runAgent starts the agent's Run loop (local API, health, maintenance) and
 // stops it at the end of the test.
-func runAgent(t *testing.T, a *Agent) *Client {
+func runAgent(t *testing.T, a *Agent) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -20,7 +22,7 @@ func runAgent(t *testing.T, a *Agent) *Client {
 			t.Errorf("agent run: %v", err)
 		}
 	})
-	c := NewClient(a.cfg.Socket)
+	c := client.New(a.cfg.Socket)
 	waitFor(t, "local API", func() bool {
 		_, err := c.Status(context.Background())
 		return err == nil
@@ -32,7 +34,7 @@ func TestLocalAPIAllocStatusFree(t *testing.T) {
 	e := newEnv(t, "a100-40gb,h100-80gb")
 	c := runAgent(t, e.start(t))
 	ctx := context.Background()
-	r, err := c.Alloc(ctx, AllocRequest{Profile: "3g.40gb", Owner: "job1"})
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "3g.40gb", Owner: "job1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +52,13 @@ func TestLocalAPIAllocStatusFree(t *testing.T) {
 	if err != nil || len(profiles) == 0 || profiles[0] != "1g.5gb" || profiles[len(profiles)-1] != "7g.80gb" {
 		t.Fatalf("profiles %v %v: want the union of both GPUs, smallest first", profiles, err)
 	}
-	if _, err := c.Alloc(ctx, AllocRequest{Profile: "4g.40gb"}); err != nil {
+	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "4g.40gb"}); err != nil {
 		t.Fatalf("4g.40gb next to the 3g: %v", err)
 	}
-	if _, err := c.Alloc(ctx, AllocRequest{Profile: "1g.20gb"}); !errors.Is(err, errConflict) {
+	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.20gb"}); !errors.Is(err, client.ErrConflict) {
 		t.Fatalf("full H100: %v, want a conflict (must wait)", err)
 	}
-	if _, err := c.Alloc(ctx, AllocRequest{Profile: "nope"}); err == nil {
+	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "nope"}); err == nil {
 		t.Fatal("unknown profile accepted")
 	}
 	if err := c.Free(ctx, r.CDIName); err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/plugin"
 )
 
@@ -73,7 +74,7 @@ func BenchmarkKubeletAllocate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	resp, err := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
+	resp, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func BenchmarkDemandToAdvertised(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		resp, err := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
+		resp, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -15,9 +16,9 @@ const ownerLocal = "local"
 
 // Alloc gives an instance of a profile to a local user (podman, containerd),
 // creating it if needed, and checkpoints the holder before answering.
-func (a *Agent) Alloc(ctx context.Context, req AllocRequest) (AllocResponse, error) {
+func (a *Agent) Alloc(ctx context.Context, req client.AllocRequest) (client.AllocResponse, error) {
 	if req.Profile == "" {
-		return AllocResponse{}, fmt.Errorf("alloc: no profile given: %w", partitioner.ErrUnknownProfile)
+		return client.AllocResponse{}, fmt.Errorf("alloc: no profile given: %w", partitioner.ErrUnknownProfile)
 	}
 	owner := ownerLocal
 	if req.Owner != "" {
@@ -25,16 +26,16 @@ func (a *Agent) Alloc(ctx context.Context, req AllocRequest) (AllocResponse, err
 	}
 	in, plan, err := a.part.Allocate(ctx, req.Profile, owner)
 	if err != nil {
-		return AllocResponse{}, err
+		return client.AllocResponse{}, err
 	}
 	if err := a.persist(); err != nil {
 		// Unrecorded means unsafe to hand out: give it back.
 		a.part.Release(in.UUID)
-		return AllocResponse{}, fmt.Errorf("alloc %s: %w", req.Profile, err)
+		return client.AllocResponse{}, fmt.Errorf("alloc %s: %w", req.Profile, err)
 	}
 	name, _ := a.cdiName(in.UUID)
 	a.log.WithFields(logrus.Fields{"uuid": in.UUID, "profile": in.Profile, "gpu": in.GPU, "owner": owner, "plan": plan.String()}).Info("allocated")
-	return AllocResponse{UUID: in.UUID, CDIName: name, Profile: in.Profile, GPU: in.GPU,
+	return client.AllocResponse{UUID: in.UUID, CDIName: name, Profile: in.Profile, GPU: in.GPU,
 		Start: in.Placement.Start, Size: in.Placement.Size, Steps: len(plan.Steps)}, nil
 }
 
@@ -77,13 +78,13 @@ func (a *Agent) uuidOfCDIDevice(dev string) string {
 }
 
 // Status describes every GPU and instance.
-func (a *Agent) Status() Status {
-	st := Status{GPUs: a.part.GPUs()}
+func (a *Agent) Status() client.Status {
+	st := client.Status{GPUs: a.part.GPUs()}
 	insts := a.part.Instances()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, in := range insts {
-		si := StatusInstance{Instance: in, CDIName: a.cdiNames[in.UUID], Healthy: a.healthyLocked(in)}
+		si := client.StatusInstance{Instance: in, CDIName: a.cdiNames[in.UUID], Healthy: a.healthyLocked(in)}
 		if p, ok := a.podOf[in.UUID]; ok {
 			si.Pod = p.String()
 		}

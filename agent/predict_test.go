@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry"
@@ -29,11 +31,11 @@ func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 	a.OnMark(func(m Mark) { marked <- m })
 	c := runAgent(t, a)
 	ctx := context.Background()
-	grow, err := c.Alloc(ctx, AllocRequest{Profile: "1g.5gb"})
+	grow, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	flat, err := c.Alloc(ctx, AllocRequest{Profile: "1g.5gb"})
+	flat, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,12 @@ func getMarks(t *testing.T, socket string) map[string]predictor.Decision {
 	return m
 }
 
-func unixHTTP(socket string) *http.Client { return NewClient(socket).http }
+func unixHTTP(socket string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+}
 
 // When a container ends (its poststop hook deregisters it), its predictor is
 // dropped and its peak lands in the estimator's history under its workload.
@@ -141,7 +148,7 @@ func TestContainerEndRecordsWorkloadPeak(t *testing.T) {
 	a := e.start(t)
 	c := runAgent(t, a)
 	ctx := context.Background()
-	r, err := c.Alloc(ctx, AllocRequest{Profile: "1g.5gb", Owner: "train-llama"})
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb", Owner: "train-llama"})
 	if err != nil {
 		t.Fatal(err)
 	}

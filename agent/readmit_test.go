@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/migpro/migpro/client"
 )
 
 // A pod's container marked by the agent's own predictor is handed to
@@ -34,7 +36,7 @@ func TestMarkedPodIsEvictedForReadmission(t *testing.T) {
 	a := e.start(t)
 	a.startReadmit(cs)
 	c := runAgent(t, a)
-	r, err := c.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb"})
+	r, err := c.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry"
@@ -207,8 +208,8 @@ func (w *watch) Marks() map[string]predictor.Decision {
 // telemetryRoutes serves the hook's registration, migctl top, and marks.
 func (w *watch) routes(mux *http.ServeMux) {
 	h := w.svc.Handler()
-	mux.Handle("/v1/containers", h)
-	mux.Handle("/v1/containers/", h)
-	mux.Handle("GET /v1/top", h)
-	mux.HandleFunc("GET /v1/marks", func(rw http.ResponseWriter, _ *http.Request) { writeJSON(rw, http.StatusOK, w.Marks()) })
+	mux.Handle(client.PathContainers, h)
+	mux.Handle(client.PathContainers+"/", h)
+	mux.Handle("GET "+client.PathTop, h)
+	mux.HandleFunc("GET "+client.PathMarks, func(rw http.ResponseWriter, _ *http.Request) { writeJSON(rw, http.StatusOK, w.Marks()) })
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/e2e/harness"
 )
 
@@ -89,13 +89,13 @@ func podUUID(t *testing.T, k *harness.Kubelet, pod string) string {
 	return uuid
 }
 
-func instanceByUUID(st agent.Status, uuid string) (agent.StatusInstance, bool) {
+func instanceByUUID(st client.Status, uuid string) (client.StatusInstance, bool) {
 	for _, in := range st.Instances {
 		if in.UUID == uuid {
 			return in, true
 		}
 	}
-	return agent.StatusInstance{}, false
+	return client.StatusInstance{}, false
 }
 
 // Issue 3, e2e 3: the real kubelet calls Allocate on the real plugin.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/e2e/harness"
 )
 
@@ -104,7 +104,7 @@ func (a *agentProc) start(t *testing.T) {
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := agent.NewClient(a.Socket)
+	c := client.New(a.Socket)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -171,9 +171,9 @@ func (a *agentProc) mustMigctl(t *testing.T, args ...string) string {
 	return out
 }
 
-func (a *agentProc) status(t *testing.T) agent.Status {
+func (a *agentProc) status(t *testing.T) client.Status {
 	t.Helper()
-	var st agent.Status
+	var st client.Status
 	if err := json.Unmarshal([]byte(a.mustMigctl(t, "status", "--output", "json")), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/readmit"
@@ -295,9 +296,9 @@ func waitRunningOn(t *testing.T, cs kubernetes.Interface, name, node string) *co
 
 // waitInstanceOf waits until the agent reports an instance of profile in
 // use by the pod.
-func waitInstanceOf(t *testing.T, a *agentProc, pod, profile string) agent.StatusInstance {
+func waitInstanceOf(t *testing.T, a *agentProc, pod, profile string) client.StatusInstance {
 	t.Helper()
-	var found agent.StatusInstance
+	var found client.StatusInstance
 	eventually(t, "the agent to report a "+profile+" in use by "+pod, 60*time.Second, func() bool {
 		for _, in := range a.status(t).Instances {
 			if in.Profile == profile && in.State == "in-use" && strings.Contains(in.Pod, pod) {

@@ -3,23 +3,23 @@ package runner
 import (
 	"context"
 
-	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/predictor"
 )
 
 // AgentClient is the real Agent: the migpro agent's local API on its unix
-// socket, through agent.Client.
+// socket, through client.Client.
 type AgentClient struct {
-	c *agent.Client
+	c *client.Client
 }
 
 // NewAgentClient returns a client for the agent listening on socket.
-func NewAgentClient(socket string) *AgentClient { return &AgentClient{c: agent.NewClient(socket)} }
+func NewAgentClient(socket string) *AgentClient { return &AgentClient{c: client.New(socket)} }
 
 // Alloc gets an instance; the agent's refusal of a bad profile is an
-// *agent.BadRequestError.
+// *client.BadRequestError.
 func (a *AgentClient) Alloc(ctx context.Context, profile, owner string) (Instance, error) {
-	resp, err := a.c.Alloc(ctx, agent.AllocRequest{Profile: profile, Owner: owner})
+	resp, err := a.c.Alloc(ctx, client.AllocRequest{Profile: profile, Owner: owner})
 	if err != nil {
 		return Instance{}, err
 	}

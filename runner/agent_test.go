@@ -11,7 +11,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/predictor"
 )
 
@@ -40,17 +40,17 @@ func TestAgentClientAgainstTheLocalAPI(t *testing.T) {
 		json.NewEncoder(w).Encode([]string{"1g.5gb", "1g.10gb", "7g.40gb"})
 	})
 	mux.HandleFunc("POST /v1/alloc", func(w http.ResponseWriter, r *http.Request) {
-		var req agent.AllocRequest
+		var req client.AllocRequest
 		json.NewDecoder(r.Body).Decode(&req)
 		if req.Profile != "1g.5gb" {
 			w.WriteHeader(http.StatusBadRequest)
 			json.NewEncoder(w).Encode(map[string]string{"error": req.Profile + ": no GPU on this node offers the profile (offered: [1g.5gb 1g.10gb 7g.40gb])"})
 			return
 		}
-		json.NewEncoder(w).Encode(agent.AllocResponse{UUID: "MIG-1", CDIName: "k/mig=MIG-1", Profile: req.Profile + "|" + req.Owner})
+		json.NewEncoder(w).Encode(client.AllocResponse{UUID: "MIG-1", CDIName: "k/mig=MIG-1", Profile: req.Profile + "|" + req.Owner})
 	})
 	mux.HandleFunc("POST /v1/free", func(w http.ResponseWriter, r *http.Request) {
-		var req agent.FreeRequest
+		var req client.FreeRequest
 		json.NewDecoder(r.Body).Decode(&req)
 		freed = append(freed, req.Name)
 		w.Write([]byte("{}"))
@@ -69,7 +69,7 @@ func TestAgentClientAgainstTheLocalAPI(t *testing.T) {
 		t.Errorf("Alloc = %+v, %v", in, err)
 	}
 	_, err = a.Alloc(ctx, "9g.1tb", "job")
-	var bad *agent.BadRequestError
+	var bad *client.BadRequestError
 	if !errors.As(err, &bad) {
 		t.Errorf("Alloc of an unknown profile: %v, want a BadRequestError", err)
 	}

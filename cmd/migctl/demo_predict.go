@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
@@ -39,13 +40,13 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	c := agent.NewClient(filepath.Join(dir, "agent.sock"))
+	c := client.New(filepath.Join(dir, "agent.sock"))
 	if err := waitAgent(ctx, c); err != nil {
 		return err
 	}
 
 	fmt.Fprintln(stdout, "\nAct 2: predicting an out-of-memory on the real agent (simulated A100-40GB)")
-	first, err := c.Alloc(ctx, agent.AllocRequest{Profile: "1g.5gb", Owner: "llm-serve"})
+	first, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb", Owner: "llm-serve"})
 	if err != nil {
 		return err
 	}
@@ -91,11 +92,11 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 
 // moveTo readmits the server on a larger instance, as migctl run does for
 // containerd and the eviction plus webhook do for Kubernetes.
-func moveTo(ctx context.Context, stdout io.Writer, a *agent.Agent, c *agent.Client, from agent.AllocResponse, profile string) error {
+func moveTo(ctx context.Context, stdout io.Writer, a *agent.Agent, c *client.Client, from client.AllocResponse, profile string) error {
 	if err := c.Free(ctx, from.CDIName); err != nil {
 		return err
 	}
-	to, err := c.Alloc(ctx, agent.AllocRequest{Profile: profile, Owner: "llm-serve"})
+	to, err := c.Alloc(ctx, client.AllocRequest{Profile: profile, Owner: "llm-serve"})
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func instanceCapacity(a *agent.Agent, uuid string) (uint64, error) {
 	return total, err
 }
 
-func waitAgent(ctx context.Context, c *agent.Client) error {
+func waitAgent(ctx context.Context, c *client.Client) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := c.Status(ctx); err == nil {

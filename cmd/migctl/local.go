@@ -9,7 +9,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -19,7 +20,7 @@ func init() {
 	register("status", "draw the node's GPUs and instances from the local agent", runStatus)
 }
 
-const defaultSocket = "/run/migpro/agent.sock"
+const defaultSocket = defaults.AgentSocket
 
 func agentFlags(fs *flag.FlagSet) (*string, *string) {
 	socket := fs.String("socket", defaultSocket, "the agent's local API socket")
@@ -29,7 +30,7 @@ func agentFlags(fs *flag.FlagSet) (*string, *string) {
 
 // agentErr turns the agent's refusal of bad input into a usage error (exit 2).
 func agentErr(err error) error {
-	var bad *agent.BadRequestError
+	var bad *client.BadRequestError
 	if errors.As(err, &bad) {
 		return usageError{err}
 	}
@@ -59,7 +60,7 @@ func runAlloc(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	resp, err := agent.NewClient(*socket).Alloc(ctx, agent.AllocRequest{Profile: fs.Arg(0), Owner: *owner})
+	resp, err := client.New(*socket).Alloc(ctx, client.AllocRequest{Profile: fs.Arg(0), Owner: *owner})
 	if err != nil {
 		return agentErr(err)
 	}
@@ -82,7 +83,7 @@ func runFree(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	err := agent.NewClient(*socket).Free(ctx, fs.Arg(0))
+	err := client.New(*socket).Free(ctx, fs.Arg(0))
 	if errors.Is(err, partitioner.ErrUnknownInstance) {
 		return usageError{err}
 	}
@@ -100,7 +101,7 @@ func runStatus(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := agent.NewClient(*socket).Status(ctx)
+	st, err := client.New(*socket).Status(ctx)
 	if err != nil {
 		return err
 	}

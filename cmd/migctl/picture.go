@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -63,7 +63,7 @@ func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instan
 }
 
 // drawStatus draws the layouts of an agent's status answer.
-func drawStatus(w io.Writer, st agent.Status) {
+func drawStatus(w io.Writer, st client.Status) {
 	insts := make([]partitioner.Instance, len(st.Instances))
 	for i, in := range st.Instances {
 		insts[i] = in.Instance

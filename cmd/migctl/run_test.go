@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/runner"
 )
 
@@ -40,7 +41,7 @@ func runAgent(t *testing.T) string {
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "a.sock")
-	c := agent.NewClient(sock)
+	c := client.New(sock)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := c.Status(context.Background()); err == nil {
 			return sock
@@ -107,9 +108,9 @@ func withEngine(t *testing.T, e *cmdEngine) (stderr *bytes.Buffer, exitCode *int
 	return stderr, exitCode
 }
 
-func instancesLeft(t *testing.T, sock string) []agent.StatusInstance {
+func instancesLeft(t *testing.T, sock string) []client.StatusInstance {
 	t.Helper()
-	st, err := agent.NewClient(sock).Status(context.Background())
+	st, err := client.New(sock).Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

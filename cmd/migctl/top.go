@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
@@ -41,7 +41,7 @@ func runTop(args []string, stdout io.Writer) error {
 	if *output != "text" && *output != "json" {
 		return usagef("--output %q: want text or json", *output)
 	}
-	client := agent.NewClient(*socket)
+	client := client.New(*socket)
 	enc := json.NewEncoder(stdout)
 	for i := 1; ; i++ {
 		top, err := fetchTop(client, *socket, *timeout)
@@ -68,7 +68,7 @@ func runTop(args []string, stdout io.Writer) error {
 }
 
 // fetchTop asks the agent for GET /v1/top, each request bounded by timeout.
-func fetchTop(c *agent.Client, socket string, timeout time.Duration) (telemetryapi.Top, error) {
+func fetchTop(c *client.Client, socket string, timeout time.Duration) (telemetryapi.Top, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	top, err := c.Top(ctx)

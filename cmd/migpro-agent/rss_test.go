@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/client"
 )
 
 // BenchmarkAgentRSS measures the agent's resident memory with 8 simulated
@@ -40,7 +40,7 @@ func fillAndMeasure(b *testing.B, bin, dir string) uint64 {
 		b.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	c := agent.NewClient(sock)
+	c := client.New(sock)
 	ctx := context.Background()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -53,11 +53,11 @@ func fillAndMeasure(b *testing.B, bin, dir string) uint64 {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for i := 0; i < 56; i++ {
-		if _, err := c.Alloc(ctx, agent.AllocRequest{Profile: "1g.5gb"}); err != nil {
+		if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"}); err != nil {
 			b.Fatalf("alloc %d: %v", i, err)
 		}
 	}
-	if _, err := c.Alloc(ctx, agent.AllocRequest{Profile: "1g.5gb"}); err == nil {
+	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"}); err == nil {
 		b.Fatal("the 57th 1g.5gb fit: the GPUs are not full")
 	}
 	return vmRSS(b, cmd.Process.Pid)
