@@ -41,6 +41,8 @@ type Agent struct {
 	pods Assignments
 	// watch is telemetry and prediction; nil when TelemetryDir is "off".
 	watch *watch
+	// cluster builds the link to a Kubernetes API server; nil: none.
+	cluster ClusterFunc
 
 	persistMu sync.Mutex // one persist at a time, snapshot to save
 
@@ -63,6 +65,22 @@ func WithAssignments(p Assignments) Option { return func(a *Agent) { a.pods = p 
 
 // WithLogger sets the logger.
 func WithLogger(l logrus.FieldLogger) Option { return func(a *Agent) { a.log = l } }
+
+// Cluster is the agent's link to a Kubernetes API server: instances made
+// for pending pods, and readmission of marked pods. Package agent/kube is
+// the implementation; the agent itself links no Kubernetes client, so
+// programs that embed it (migctl demo) stay small.
+type Cluster interface {
+	// Run serves until ctx ends.
+	Run(ctx context.Context) error
+}
+
+// ClusterFunc builds the cluster link for an agent that is open and about
+// to run. It returns a nil Cluster when there is no API server to talk to.
+type ClusterFunc func(a *Agent) (Cluster, error)
+
+// WithCluster links the agent to a Kubernetes API server through f.
+func WithCluster(f ClusterFunc) Option { return func(a *Agent) { a.cluster = f } }
 
 // New opens the GPUs, rebuilds state (see recover.go) and returns an agent
 // ready to Run.
@@ -159,9 +177,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	src, err := a.clusterDemand()
-	if err != nil {
-		return err
+	var cluster Cluster
+	if a.cluster != nil {
+		var err error
+		if cluster, err = a.cluster(a); err != nil {
+			return err
+		}
 	}
 	api, err := a.listenAPI()
 	if err != nil {
@@ -181,8 +202,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		start("telemetry", a.watch.run)
 	}
 	start("maintenance", a.maintain)
-	if src != nil {
-		start("cluster demand", src.Run)
+	if cluster != nil {
+		start("cluster", cluster.Run)
 	}
 	a.log.WithFields(logrus.Fields{"socket": a.cfg.Socket, "gpus": len(a.node.Devices()), "profiles": a.part.Profiles()}).Info("migpro agent running")
 	var runErr error
@@ -194,6 +215,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Wait()
 	return runErr
 }
+
+// Config is the agent's configuration, with defaults filled in.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Logger is the agent's logger.
+func (a *Agent) Logger() logrus.FieldLogger { return a.log }
 
 // Partitioner exposes the partitioner, for tests and embedding.
 func (a *Agent) Partitioner() *partitioner.Partitioner { return a.part }

@@ -21,7 +21,7 @@ import (
 
 // Reserved counts, by profile, the idle instances already spoken for by this
 // node's claims. A Provisioner must not destroy those to make room.
-type Reserved map[string]int
+type Reserved = map[string]int
 
 // Provisioner is the node's partitioner as the demand source sees it.
 type Provisioner interface {

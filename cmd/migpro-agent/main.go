@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/plugin/podresources"
 )
@@ -64,7 +65,7 @@ func run(args []string) error {
 	if cfg.WarmPool, err = agent.ParseWarmPool(*warm); err != nil {
 		return fmt.Errorf("--warm-pool: %w", err)
 	}
-	var opts []agent.Option
+	opts := []agent.Option{agent.WithCluster(kube.New())}
 	if *podRes != "" {
 		pr, err := podresources.New(podresources.WithSocket(*podRes), podresources.WithResourcePrefix(cfg.Domain+"/mig-"))
 		if err != nil {

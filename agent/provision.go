@@ -4,82 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/migpro/migpro/defaults"
-	"github.com/migpro/migpro/demand"
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/partitioner/geometry"
 )
 
-// clusterRESTConfig says how to reach the API server: the kubeconfig when
-// one is given, the pod's service account when the agent runs in a pod
-// (KUBERNETES_SERVICE_HOST is set), otherwise nil: no cluster, and the
-// cluster demand source stays off.
-func (a *Agent) clusterRESTConfig() (*rest.Config, error) {
-	switch {
-	case a.cfg.Kubeconfig != "":
-		cfg, err := clientcmd.BuildConfigFromFlags("", a.cfg.Kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("cluster demand: kubeconfig %s: %w", a.cfg.Kubeconfig, err)
-		}
-		return cfg, nil
-	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("cluster demand: in-cluster config: %w", err)
-		}
-		return cfg, nil
-	}
-	return nil, nil
-}
-
-// clusterDemand builds the cluster demand source, or returns nil when it is
-// off: no API server configured, no node name, or no device plugins (an
-// instance made for a pod would never be advertised).
-func (a *Agent) clusterDemand() (*demand.Source, error) {
-	rc, err := a.clusterRESTConfig()
-	if err != nil || rc == nil {
-		return nil, err
-	}
-	log := a.log.WithField("component", "cluster-demand")
-	switch {
-	case a.cfg.NodeName == "":
-		log.Warn("an API server is configured but no node name: cluster demand is off")
-		return nil, nil
-	case a.cfg.PluginDir == "":
-		log.Warn("device plugins are off, so instances made for pods could not be advertised: cluster demand is off")
-		return nil, nil
-	}
-	rc.UserAgent = "migpro-agent/" + a.cfg.NodeName
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("cluster demand: API client: %w", err)
-	}
-	a.startReadmit(cs)
-	resources := map[corev1.ResourceName]string{}
-	for _, p := range a.part.Profiles() {
-		resources[corev1.ResourceName(defaults.ResourceName(a.cfg.Domain, p))] = p
-	}
-	src, err := demand.New(demand.Config{Client: cs, NodeName: a.cfg.NodeName, Domain: a.cfg.Domain,
-		Resources: resources, Provisioner: newClusterProvisioner(a), Logger: a.log, Resync: a.cfg.TrackEvery, Events: true})
-	if err != nil {
-		return nil, fmt.Errorf("cluster demand: %w", err)
-	}
-	log.WithFields(logrus.Fields{"node": a.cfg.NodeName, "server": rc.Host}).Info("cluster demand on")
-	return src, nil
-}
-
-// clusterProvisioner is the partitioner as the demand source sees it.
-type clusterProvisioner struct {
+// ClusterProvisioner is the partitioner as the cluster demand source sees
+// it (package demand's Provisioner; agent/kube wires the two). A reserved
+// count is a map from profile to the idle instances already spoken for.
+type ClusterProvisioner struct {
 	a *Agent
 
 	mu   sync.Mutex
@@ -91,16 +28,16 @@ type modelGeometry struct {
 	profiles map[string]gpu.Profile
 }
 
-func newClusterProvisioner(a *Agent) *clusterProvisioner {
-	return &clusterProvisioner{a: a, geos: map[string]modelGeometry{}}
+// ClusterProvisioner returns the agent's partitioner as cluster demand
+// provisions through it.
+func (a *Agent) ClusterProvisioner() *ClusterProvisioner {
+	return &ClusterProvisioner{a: a, geos: map[string]modelGeometry{}}
 }
-
-var _ demand.Provisioner = (*clusterProvisioner)(nil)
 
 // IdleCount counts the idle instances of profile the device plugin offers
 // the kubelet: complete, healthy, with a CDI spec. An unhealthy idle
 // instance covers no pod.
-func (c *clusterProvisioner) IdleCount(profile string) int {
+func (c *ClusterProvisioner) IdleCount(profile string) int {
 	insts := c.a.part.Instances()
 	a := c.a
 	a.mu.Lock()
@@ -124,7 +61,7 @@ func (c *clusterProvisioner) IdleCount(profile string) int {
 // instance of the profile, the partitioner's own decision (Plan) if it
 // destroys only unreserved idle instances. These are the ways Provision can
 // make them.
-func (c *clusterProvisioner) CanFit(profile string, n int, keep demand.Reserved) bool {
+func (c *ClusterProvisioner) CanFit(profile string, n int, keep map[string]int) bool {
 	idle := c.a.idleCount(profile) // what Allocate would reuse, healthy or not
 	need := n - max(c.IdleCount(profile)-keep[profile], 0)
 	if need <= 0 {
@@ -146,7 +83,7 @@ func (c *clusterProvisioner) CanFit(profile string, n int, keep demand.Reserved)
 // never overlap one another's placements, so placing greedily finds them
 // all. A GPU whose instances cannot be laid out in the geometry counts as
 // full.
-func (c *clusterProvisioner) freeRoom(profile string, limit int) int {
+func (c *ClusterProvisioner) freeRoom(profile string, limit int) int {
 	byGPU := map[int][]partitioner.Instance{}
 	for _, in := range c.a.part.Instances() {
 		byGPU[in.GPU] = append(byGPU[in.GPU], in)
@@ -183,7 +120,7 @@ func (c *clusterProvisioner) freeRoom(profile string, limit int) int {
 }
 
 // geometry returns a GPU's MIG geometry, built once per model.
-func (c *clusterProvisioner) geometry(index int) (modelGeometry, bool) {
+func (c *ClusterProvisioner) geometry(index int) (modelGeometry, bool) {
 	dev, ok := c.a.part.Device(index)
 	if !ok {
 		return modelGeometry{}, false
@@ -213,7 +150,7 @@ func (c *clusterProvisioner) geometry(index int) (modelGeometry, bool) {
 
 // spares reports whether a plan destroys only idle instances beyond those
 // keep reserves.
-func (c *clusterProvisioner) spares(plan partitioner.Plan, keep demand.Reserved) bool {
+func (c *ClusterProvisioner) spares(plan partitioner.Plan, keep map[string]int) bool {
 	victims := map[string]int{}
 	for _, st := range plan.Steps {
 		if st.Kind == partitioner.StepDestroy {
@@ -231,7 +168,7 @@ func (c *clusterProvisioner) spares(plan partitioner.Plan, keep demand.Reserved)
 // Provision makes one more idle instance: in free space if there is some,
 // else, as the partitioner's policy chooses, in the space of idle instances
 // nobody reserved.
-func (c *clusterProvisioner) Provision(ctx context.Context, profile string, keep demand.Reserved) error {
+func (c *ClusterProvisioner) Provision(ctx context.Context, profile string, keep map[string]int) error {
 	in, plan, err := c.a.part.Provision(ctx, profile)
 	if err == nil {
 		c.made(in, plan)
@@ -264,6 +201,6 @@ func (c *clusterProvisioner) Provision(ctx context.Context, profile string, keep
 	return nil
 }
 
-func (c *clusterProvisioner) made(in partitioner.Instance, plan partitioner.Plan) {
+func (c *ClusterProvisioner) made(in partitioner.Instance, plan partitioner.Plan) {
 	c.a.log.WithFields(logrus.Fields{"uuid": in.UUID, "profile": in.Profile, "gpu": in.GPU, "plan": plan.String()}).Info("instance made for cluster demand")
 }

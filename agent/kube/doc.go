@@ -1,0 +1,17 @@
+// Package kube links the agent to a Kubernetes API server. It is the only
+// part of the agent that uses Kubernetes' client libraries:
+//
+//   - cluster demand (package demand): pods pending on this node for a MIG
+//     resource get instances made for them, which the device plugins then
+//     advertise;
+//   - readmission (package readmit): a pod whose container the predictor
+//     marks gets its recommendation stored and is evicted, so its controller
+//     recreates it on the larger profile.
+//
+// Both run under the agent's Run context: when the agent stops, eviction
+// retries stop with it.
+//
+// The link is on when a kubeconfig is given or the agent runs in a pod, a
+// node name is set, and the device plugins are on (an instance made for a
+// pod that no plugin advertises would never reach it).
+package kube

@@ -1,0 +1,156 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/demand"
+	"github.com/migpro/migpro/readmit"
+)
+
+var _ demand.Provisioner = (*agent.ClusterProvisioner)(nil)
+
+// Option adjusts the link.
+type Option func(*options)
+
+type options struct {
+	clientset kubernetes.Interface
+}
+
+// WithClientset uses cs instead of a client built from the agent's
+// kubeconfig or the pod's service account (for tests).
+func WithClientset(cs kubernetes.Interface) Option { return func(o *options) { o.clientset = cs } }
+
+// New returns the agent's cluster link builder (agent.WithCluster).
+func New(opts ...Option) agent.ClusterFunc {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return func(a *agent.Agent) (agent.Cluster, error) { return newLink(a, o) }
+}
+
+// link is cluster demand and readmission for one agent.
+type link struct {
+	a      *agent.Agent
+	log    logrus.FieldLogger
+	demand *demand.Source
+	marker *readmit.Marker
+	marks  chan agent.Mark
+}
+
+// markQueue bounds the marks waiting for readmission. A mark comes once per
+// container, so a full queue means the API server is far behind.
+const markQueue = 256
+
+func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
+	cfg := a.Config()
+	log := a.Logger().WithField("component", "cluster")
+	cs := o.clientset
+	host := "(given)"
+	if cs == nil {
+		rc, err := restConfig(cfg.Kubeconfig)
+		if err != nil || rc == nil {
+			return nil, err
+		}
+		rc.UserAgent = "migpro-agent/" + cfg.NodeName
+		if cs, err = kubernetes.NewForConfig(rc); err != nil {
+			return nil, fmt.Errorf("cluster: API client: %w", err)
+		}
+		host = rc.Host
+	}
+	switch {
+	case cfg.NodeName == "":
+		log.Warn("an API server is configured but no node name: cluster demand and readmission are off")
+		return nil, nil
+	case cfg.PluginDir == "":
+		log.Warn("device plugins are off, so instances made for pods could not be advertised: cluster demand and readmission are off")
+		return nil, nil
+	}
+	resources := map[corev1.ResourceName]string{}
+	for _, p := range a.Partitioner().Profiles() {
+		resources[corev1.ResourceName(defaults.ResourceName(cfg.Domain, p))] = p
+	}
+	src, err := demand.New(demand.Config{Client: cs, NodeName: cfg.NodeName, Domain: cfg.Domain,
+		Resources: resources, Provisioner: a.ClusterProvisioner(), Logger: a.Logger(), Resync: cfg.TrackEvery, Events: true})
+	if err != nil {
+		return nil, fmt.Errorf("cluster demand: %w", err)
+	}
+	l := &link{a: a, log: log, demand: src, marks: make(chan agent.Mark, markQueue),
+		marker: readmit.NewMarker(cs, readmit.WithDomain(cfg.Domain), readmit.WithNodeName(cfg.NodeName),
+			readmit.WithLogger(a.Logger().WithField("component", "readmit")))}
+	a.OnMark(l.queue)
+	log.WithFields(logrus.Fields{"node": cfg.NodeName, "server": host}).Info("cluster demand and readmission on")
+	return l, nil
+}
+
+// restConfig says how to reach the API server: the kubeconfig when one is
+// given, the pod's service account when the agent runs in a pod
+// (KUBERNETES_SERVICE_HOST is set), otherwise nil: no cluster.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	switch {
+	case kubeconfig != "":
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: in-cluster config: %w", err)
+		}
+		return cfg, nil
+	}
+	return nil, nil
+}
+
+// queue hands a mark to Run without blocking the telemetry path.
+func (l *link) queue(m agent.Mark) {
+	select {
+	case l.marks <- m:
+	default:
+		l.log.WithField("pod", m.Container.PodNamespace+"/"+m.Container.PodName).Warn("readmission queue full: mark dropped")
+	}
+}
+
+// Run serves cluster demand and readmits marked pods until ctx ends. Each
+// readmission runs on its own, because one may wait long on a
+// PodDisruptionBudget, but all of them end with ctx.
+func (l *link) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return l.demand.Run(ctx) })
+	g.Go(func() error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case m := <-l.marks:
+				g.Go(func() error { l.readmit(ctx, m); return nil })
+			}
+		}
+	})
+	return g.Wait()
+}
+
+func (l *link) readmit(ctx context.Context, m agent.Mark) {
+	if _, err := l.marker.Handle(ctx, toReadmitMark(m)); err != nil && ctx.Err() == nil {
+		l.log.WithError(err).WithField("pod", m.Container.PodNamespace+"/"+m.Container.PodName).Warn("readmission failed")
+	}
+}
+
+func toReadmitMark(m agent.Mark) readmit.Mark {
+	return readmit.Mark{PodNamespace: m.Container.PodNamespace, PodName: m.Container.PodName, PodUID: m.Container.PodUID,
+		ContainerName: m.Container.ContainerName, FromProfile: m.Profile, ToProfile: m.Decision.Profile,
+		ForecastBytes: m.Decision.Forecast, Reason: string(m.Decision.Reason), Fits: m.Decision.Fits}
+}

@@ -1,0 +1,175 @@
+package kube_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/agent/kube"
+	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/plugin/podresources"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
+)
+
+type env struct {
+	cfg  agent.Config
+	node *simgpu.Node
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	node, err := simgpu.NewNode("a100-40gb", simgpu.WithRoot(filepath.Join(dir, "sim")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	return &env{node: node, cfg: agent.Config{StateDir: filepath.Join(dir, "state"), CDISpecDir: filepath.Join(dir, "cdi"),
+		Socket: filepath.Join(dir, "a.sock"), AssignGrace: time.Nanosecond, TelemetryDir: filepath.Join(dir, "run"),
+		PluginDir: t.TempDir(), NodeName: "node-1", PollEvery: 5 * time.Millisecond}}
+}
+
+func (e *env) open(t *testing.T, opts ...agent.Option) *agent.Agent {
+	t.Helper()
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	opts = append([]agent.Option{agent.WithNode(e.node), agent.WithAssignments(podresources.NewFake()), agent.WithLogger(quiet)}, opts...)
+	a, err := agent.New(e.cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestLinkIsOnOnlyWithAnAPIServerANodeAndPlugins(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		adjust  func(*agent.Config)
+		wantOn  bool
+		wantErr bool
+	}{
+		{"no kubeconfig and not in a pod", func(*agent.Config) {}, false, false},
+		{"a missing kubeconfig", func(c *agent.Config) { c.Kubeconfig = filepath.Join(t.TempDir(), "missing") }, false, true},
+		{"a kubeconfig and a node name", func(c *agent.Config) { c.Kubeconfig = kc }, true, false},
+		{"no node name", func(c *agent.Config) { c.Kubeconfig, c.NodeName = kc, "" }, false, false},
+		{"no device plugins", func(c *agent.Config) { c.Kubeconfig, c.PluginDir = kc, "" }, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.adjust(&e.cfg)
+			l, err := kube.New()(e.open(t))
+			if (err != nil) != tc.wantErr || (l != nil) != tc.wantOn {
+				t.Fatalf("link %v, err %v; want on=%v err=%v", l, err, tc.wantOn, tc.wantErr)
+			}
+		})
+	}
+}
+
+// A pod's container marked by the agent's own predictor is handed to
+// readmission: its recommendation is stored and the pod is evicted. When
+// the agent stops, the link stops with it.
+func TestMarkedPodIsEvictedForReadmission(t *testing.T) {
+	const ns = "default"
+	isController := true
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-7d9f8b6c4", Namespace: ns, UID: types.UID("rs-uid")}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-7d9f8b6c4-x2x1z", Namespace: ns, UID: types.UID("pod-uid"),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &isController}}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	cs := fake.NewClientset(rs, pod)
+	e := newEnv(t)
+	a := e.open(t, agent.WithCluster(kube.New(kube.WithClientset(cs))))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	c := client.New(e.cfg.Socket)
+	waitFor(t, "the local API", func() bool { _, err := c.Status(ctx); return err == nil })
+
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Register(ctx, telemetryapi.Registration{ID: "ctr", PID: 1, MIGUUIDs: []string{r.UUID},
+		PodNamespace: ns, PodName: pod.Name, PodUID: string(pod.UID), ContainerName: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := a.Partitioner().Find(r.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, capacity, err := a.InstanceMemory(r.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evictions := func() int {
+		n := 0
+		for _, act := range cs.Actions() {
+			if act.GetVerb() == "create" && act.GetSubresource() == "eviction" {
+				n++
+			}
+		}
+		return n
+	}
+	// Memory ramps to the instance's capacity over three seconds: the
+	// predictor marks it, and the link evicts the pod.
+	start := time.Now()
+	for evictions() == 0 && time.Since(start) < 5*time.Second {
+		frac := min(1, 0.1+0.9*float64(time.Since(start))/float64(3*time.Second))
+		e.node.SetInstanceMemoryUsed(in.GPU, in.GIID, uint64(frac*float64(capacity)))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := evictions(); n != 1 {
+		t.Fatalf("%d evictions through the Eviction API, want 1", n)
+	}
+	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(cms.Items) != 1 {
+		t.Fatalf("recommendation store: %v %v, want one ConfigMap", cms, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("agent run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not stop with its context")
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
