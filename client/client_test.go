@@ -68,7 +68,6 @@ func TestUnreachableSaysWhy(t *testing.T) {
 		t.Errorf("missing socket: %v, want a hint that the agent is not running", err)
 	}
 
-
 	// An agent that accepts but never answers: the deadline is named.
 	sock := filepath.Join(dir, "slow.sock")
 	ln, err := net.Listen("unix", sock)
