@@ -4,7 +4,7 @@
 // containerd users, a checkpoint so a restart disturbs nothing, use tracking
 // through the kubelet's PodResources API, and Xid health.
 //
-// Ordering rules it keeps (DESIGN.md, "The flow, once"):
+// Ordering rules it keeps (docs/design.md, "The flow"):
 //   - a spec is written before its instance is advertised, and removed only
 //     after the instance is destroyed;
 //   - an instance is withdrawn from ListAndWatch before it is destroyed;

@@ -35,7 +35,7 @@ func TestModelProfileNames(t *testing.T) {
 }
 
 // placementsByName renders a profile's placements as "start:size,..." so a
-// table can state the DESIGN.md rules literally.
+// table can state the rules of docs/design.md literally.
 func placementsByName(ps []gpu.Profile) map[string]string {
 	out := map[string]string{}
 	for _, p := range ps {

@@ -10,7 +10,7 @@ import (
 	"github.com/migpro/migpro/gpu/simgpu"
 )
 
-// oracle restates the MIG rules from DESIGN.md in the plainest terms, with
+// oracle restates the MIG rules from docs/design.md ("MIG facts") in the plainest terms, with
 // no code shared with the simulator, to check its verdicts on random input.
 type oracle struct {
 	profiles map[int]gpu.Profile

@@ -2,7 +2,7 @@ package geometry
 
 import "github.com/migpro/migpro/gpu"
 
-// Profile tables as NVML reports them on real hardware (DESIGN.md, "MIG
+// Profile tables as NVML reports them on real hardware (docs/design.md, "MIG
 // facts"). The geometry must derive everything else from these.
 func seq(n, size int, starts ...int) []gpu.Placement {
 	var out []gpu.Placement
