@@ -155,7 +155,7 @@ func (s *Source) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return ctx.Err()
 	}
-	s.log.WithFields(logrus.Fields{"resources": len(s.cfg.Resources), "claimTimeout": s.cfg.ClaimTimeout,
+	s.log.WithFields(logrus.Fields{"resources": len(s.cfg.Resources), "claim_timeout": s.cfg.ClaimTimeout,
 		"scheduleTimeout": s.cfg.ScheduleTimeout}).Info("watching pending pods for MIG demand")
 	t := time.NewTicker(s.cfg.Resync)
 	defer t.Stop()

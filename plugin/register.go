@@ -31,7 +31,7 @@ func (s *server) registerLoop(ctx context.Context) {
 			return
 		}
 		// The first failure is worth a line; later ones only at debug level.
-		entry := s.log.WithError(err).WithField("retryIn", wait)
+		entry := s.log.WithError(err).WithField("retry_in", wait)
 		if st := s.status(); st.attempts == 1 {
 			entry.Warn("kubelet registration failed; retrying")
 		} else {

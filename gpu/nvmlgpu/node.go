@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/gpu"
 )
@@ -22,6 +23,7 @@ type Node struct {
 	lib     nvml.Interface
 	devices []*Device
 	paths   gpu.DriverPaths
+	log     logrus.FieldLogger
 	// eventWait bounds each EventSet.Wait so WatchXids notices a cancelled
 	// context without the driver having to deliver an event first.
 	eventWait time.Duration
@@ -38,6 +40,9 @@ type Option func(*Node)
 // WithPaths overrides where device nodes and capability files live; the
 // simulator keeps its own under a directory it owns.
 func WithPaths(p gpu.DriverPaths) Option { return func(n *Node) { n.paths = p } }
+
+// WithLogger sets the logger (default: the standard logger).
+func WithLogger(l logrus.FieldLogger) Option { return func(n *Node) { n.log = l } }
 
 // WithEventWait sets how long one EventSet.Wait may block, which is also the
 // longest WatchXids takes to stop after its context ends.
@@ -58,7 +63,7 @@ func Open(opts ...Option) (*Node, error) {
 // New initialises lib and wraps it. lib may be the real library or the
 // simulator's; the adapter cannot tell them apart, which is the point.
 func New(lib nvml.Interface, opts ...Option) (*Node, error) {
-	n := &Node{lib: lib, paths: DefaultPaths, eventWait: 200 * time.Millisecond}
+	n := &Node{lib: lib, paths: DefaultPaths, log: logrus.StandardLogger(), eventWait: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(n)
 	}

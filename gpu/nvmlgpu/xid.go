@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/gpu"
 )
@@ -30,7 +29,7 @@ func (n *Node) WatchXids(ctx context.Context) (<-chan gpu.XidEvent, error) {
 		byUUID[d.uuid] = d.index
 		ret := d.handle.RegisterEvents(nvml.EventTypeXidCriticalError, set)
 		if ret == nvml.ERROR_NOT_SUPPORTED {
-			logrus.WithField("gpu", d.index).Warn("GPU cannot report Xid events; its instances will not be marked unhealthy")
+			n.log.WithField("gpu", d.index).Warn("GPU cannot report Xid events; its instances will not be marked unhealthy")
 			continue
 		}
 		if ret != nvml.SUCCESS {
@@ -40,7 +39,7 @@ func (n *Node) WatchXids(ctx context.Context) (<-chan gpu.XidEvent, error) {
 		registered++
 	}
 	if registered == 0 && len(n.devices) > 0 {
-		logrus.Warn("no GPU can report Xid events; instance health will not be tracked")
+		n.log.Warn("no GPU can report Xid events; instance health will not be tracked")
 	}
 	out := make(chan gpu.XidEvent, 64)
 	go n.pumpXids(ctx, set, byUUID, out)
@@ -61,7 +60,7 @@ func (n *Node) pumpXids(ctx context.Context, set nvml.EventSet, byUUID map[strin
 		default:
 			// A broken event set will not heal; back off so a persistent
 			// error does not spin, and keep watching for as long as asked.
-			logrus.WithField("code", CodeName(ret)).Warn("waiting for Xid events failed")
+			n.log.WithField("code", CodeName(ret)).Warn("waiting for Xid events failed")
 			select {
 			case <-ctx.Done():
 			case <-time.After(n.eventWait):

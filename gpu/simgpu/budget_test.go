@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
 )
 
 // No real table lets non-overlapping placements exceed the compute-slice
@@ -22,7 +23,7 @@ func TestComputeSliceBudgetRefusal(t *testing.T) {
 	info.InstanceCount = 8
 	m.cfg.MIGProfiles.GpuInstanceProfiles = map[int]nvml.GpuInstanceProfileInfo{nvml.GPU_INSTANCE_PROFILE_1_SLICE: info}
 
-	g := &gpuState{d: &driver{}, model: &m, migOn: true, gis: map[int]*giState{}}
+	g := &gpuState{d: &driver{log: logrus.StandardLogger()}, model: &m, migOn: true, gis: map[int]*giState{}}
 	for slot := uint32(0); slot < 7; slot++ {
 		if _, ret := g.createGILocked(&info, &nvml.GpuInstancePlacement{Start: slot, Size: 1}); ret != nvml.SUCCESS {
 			t.Fatalf("1g at slot %d: %v", slot, ret)

@@ -53,10 +53,12 @@ type devFiles struct {
 	devDir, capsDir         string
 	kind                    NodeKind
 	gpuMajor, uvmMajor, cap uint32
+	log                     logrus.FieldLogger
 }
 
 func newDevFiles(root string, gpus int) (*devFiles, error) {
 	f := &devFiles{
+		log:     logrus.StandardLogger(),
 		devDir:  filepath.Join(root, "dev"),
 		capsDir: filepath.Join(root, "proc", "driver", "nvidia", "capabilities"),
 	}
@@ -162,7 +164,7 @@ func (f *devFiles) removeCap(dir string, minor int) {
 		dir,
 	} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			logrus.WithError(err).WithField("path", p).Warn("simulated driver could not remove a capability file")
+			f.log.WithError(err).WithField("path", p).Warn("simulated driver could not remove a capability file")
 		}
 	}
 }
@@ -183,7 +185,7 @@ func (f *devFiles) addGI(gi *giState) {
 		return
 	}
 	if err := f.addCap(f.giDir(gi), gi.capMinor); err != nil {
-		logrus.WithError(err).WithField("gpu", gi.g.index).Warn("simulated driver could not publish a GPU instance's capability")
+		f.log.WithError(err).WithField("gpu", gi.g.index).Warn("simulated driver could not publish a GPU instance's capability")
 	}
 }
 
@@ -192,7 +194,7 @@ func (f *devFiles) addCI(ci *ciState) {
 		return
 	}
 	if err := f.addCap(f.ciDir(ci), ci.capMinor); err != nil {
-		logrus.WithError(err).WithField("gpu", ci.gi.g.index).Warn("simulated driver could not publish a compute instance's capability")
+		f.log.WithError(err).WithField("gpu", ci.gi.g.index).Warn("simulated driver could not publish a compute instance's capability")
 	}
 }
 

@@ -42,6 +42,7 @@ type driver struct {
 	latency map[Op]time.Duration
 	files   *devFiles   // nil when the node has no root directory
 	store   *stateStore // nil when the node has no state file
+	log     logrus.FieldLogger
 }
 
 type fault struct {
@@ -151,7 +152,7 @@ func (g *gpuState) reconfigure(op Op, apply func() nvml.Return, undo func()) nvm
 	}
 	if err := g.d.persistLocked(); err != nil {
 		undo()
-		logrus.WithError(err).WithFields(logrus.Fields{"gpu": g.index, "op": op}).
+		g.d.log.WithError(err).WithFields(logrus.Fields{"gpu": g.index, "op": op}).
 			Error("simulated driver undid an operation it could not save")
 		return nvml.ERROR_UNKNOWN
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/nvmlgpu"
@@ -32,10 +33,15 @@ type config struct {
 	migDisabled bool
 	stateFile   string
 	adapterOpts []nvmlgpu.Option
+	log         logrus.FieldLogger
 }
 
 // Option configures New and NewNode.
 type Option func(*config)
+
+// WithLogger sets the logger of the simulated driver and of its NVML
+// adapter (default: the standard logger).
+func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = l } }
 
 // WithSeed sets the seed GPU and MIG UUIDs derive from.
 func WithSeed(seed int64) Option { return func(c *config) { c.seed = seed } }
@@ -71,7 +77,7 @@ func NewNode(spec string, opts ...Option) (*Node, error) {
 
 // New builds a node with the given GPUs, numbered in order.
 func New(gpus []ModelCount, opts ...Option) (*Node, error) {
-	c := config{seed: DefaultSeed}
+	c := config{seed: DefaultSeed, log: logrus.StandardLogger()}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -79,11 +85,13 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build simulated node: %w", err)
 	}
+	d.log = c.log
 	if c.root != "" {
 		files, err := newDevFiles(c.root, len(d.gpus))
 		if err != nil {
 			return nil, fmt.Errorf("build simulated node under %s: %w", c.root, err)
 		}
+		files.log = c.log
 		d.files = files
 	}
 	if c.stateFile != "" {
@@ -92,7 +100,7 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 		}
 	}
 	lib := &simLib{Interface: &mock.Interface{}, d: d}
-	adapterOpts := append([]nvmlgpu.Option{nvmlgpu.WithPaths(d.files.paths()), nvmlgpu.WithEventWait(20 * time.Millisecond)}, c.adapterOpts...)
+	adapterOpts := append([]nvmlgpu.Option{nvmlgpu.WithPaths(d.files.paths()), nvmlgpu.WithEventWait(20 * time.Millisecond), nvmlgpu.WithLogger(c.log)}, c.adapterOpts...)
 	an, err := nvmlgpu.New(lib, adapterOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("build simulated node: %w", err)
@@ -102,7 +110,7 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 
 // newDriver builds the driver state of a fresh node: GPUs, no instances.
 func newDriver(gpus []ModelCount, seed int64, migDisabled bool) (*driver, error) {
-	d := &driver{seed: seed, latency: map[Op]time.Duration{}}
+	d := &driver{seed: seed, latency: map[Op]time.Duration{}, log: logrus.StandardLogger()}
 	for _, mc := range gpus {
 		m, err := lookupModel(mc.Model)
 		if err != nil {
