@@ -39,7 +39,9 @@ const LibDir = "usr/lib/x86_64-linux-gnu"
 
 func (l *simLib) SystemGetDriverVersion() (string, nvml.Return) { return DriverVersion, nvml.SUCCESS }
 
-func (l *simLib) SystemGetCudaDriverVersion() (int, nvml.Return) { return CUDADriverVersion, nvml.SUCCESS }
+func (l *simLib) SystemGetCudaDriverVersion() (int, nvml.Return) {
+	return CUDADriverVersion, nvml.SUCCESS
+}
 
 func (l *simLib) SystemGetCudaDriverVersion_v2() (int, nvml.Return) {
 	return CUDADriverVersion, nvml.SUCCESS
