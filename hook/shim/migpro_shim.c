@@ -11,6 +11,16 @@
  *    SOCK_DGRAM socket; a failed send is only counted ("dropped").
  *  - Processes that never touch CUDA (the shell, coreutils...) pay nothing
  *    but the preload itself: all set-up is lazy, and they send nothing.
+ *  - Never touches the program's descriptors: its socket sits on a high,
+ *    close-on-exec fd, and is checked to still be its own socket (device and
+ *    inode) before each send; when the program closed it or reused the
+ *    number, the shim opens a new one and leaves that fd alone.
+ *  - At most one sample per interval, new peaks included: a peak reached
+ *    inside the interval goes out, flagged, with the next sample, and the
+ *    exit sample always carries the final peak.
+ *  - Safe across fork and threads: a fork child starts from zero under its
+ *    own pid (a pthread_atfork handler), never inherits a half-done set-up,
+ *    and threads share lock-free counters.
  *
  * Wire format (v1, 80 bytes, little-endian) is described in docs/hook.md and
  * decoded by telemetry/wire.go.
@@ -21,11 +31,16 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,11 +120,76 @@ static void sum_counts(unsigned long long *allocs, unsigned long long *frees)
 
 /* ---- lazy set-up -------------------------------------------------------- */
 static int sock_fd = -1;
+static dev_t sock_dev;
+static ino_t sock_ino;
 static struct sockaddr_un sock_addr;
 static socklen_t sock_len;
 static unsigned long long interval_ns = DEFAULT_INTERVAL_MS * 1000000ull;
 static pid_t owner_pid;
 static int init_state; /* 0 not yet, 1 in progress, 2 done */
+static int pending_peak; /* a peak not yet reported */
+static int sock_lock;    /* serialises reopening the socket */
+
+/* The socket's fd is moved up to here (or the highest the fd limit allows):
+ * programs hand out low numbers, and the ones that close or dup2 "all" fds
+ * mostly stop well below. */
+#define HIGH_FD 1000
+
+/* fstat by system call: glibc 2.33 turned fstat from an inline wrapper into
+ * a symbol of version GLIBC_2.33, above the shim's floor. */
+static int fstat_fd(int fd, struct stat *st)
+{
+	return (int)syscall(SYS_fstat, fd, st);
+}
+
+/* open_socket makes the shim's socket and moves it to a high fd. Returns
+ * the fd, or -1. */
+static int open_socket(void)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	struct rlimit rl;
+	long floor = HIGH_FD;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur / 2 < floor)
+		floor = (long)rl.rlim_cur / 2; /* keep the top half for the program */
+	if (fd < floor) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)floor);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
+	}
+	struct stat st;
+	if (fstat_fd(fd, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	sock_dev = st.st_dev;
+	sock_ino = st.st_ino;
+	return fd;
+}
+
+/* own_socket says whether sock_fd still is the socket the shim opened. */
+static int own_socket(void)
+{
+	struct stat st;
+	return fstat_fd(sock_fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == sock_dev && st.st_ino == sock_ino;
+}
+
+static void reset_counters(void);
+
+/* The fork child runs this alone: its counters start from zero (the CUDA
+ * context does not survive fork, so the parent's bytes are not its own),
+ * and a set-up the parent had in progress on another thread is redone. */
+static void atfork_child(void)
+{
+	owner_pid = getpid();
+	if (__atomic_load_n(&init_state, __ATOMIC_RELAXED) == 1)
+		init_state = 0;
+	sock_lock = 0;
+	reset_counters();
+}
 
 static void init_once(void)
 {
@@ -137,9 +217,14 @@ static void init_once(void)
 		sock_addr.sun_family = AF_UNIX;
 		memcpy(sock_addr.sun_path, path, n + 1);
 		sock_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
-		sock_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		sock_fd = open_socket();
 	}
 	owner_pid = getpid();
+	static int registered;
+	if (!registered) {
+		registered = 1;
+		pthread_atfork(NULL, NULL, atfork_child);
+	}
 	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
 }
 
@@ -165,23 +250,56 @@ static inline void put64(unsigned char *b, unsigned long long v)
 		b[i] = (unsigned char)(v >> (8 * i));
 }
 
+static void reset_counters(void)
+{
+	STORE(&cur_bytes, 0);
+	STORE(&peak_bytes, 0);
+	for (unsigned i = 0; i < MAX_THREADS; i++)
+		tcounts[i] = (struct tcount){0, 0};
+	shared_tc = (struct tcount){0, 0};
+	STORE(&seq, 0);
+	STORE(&last_send_ns, 0);
+	STORE(&pending_peak, 0);
+	STORE(&dropped, 0);
+	/* The parent's live pointers are not the child's: its frees of
+	 * recycled addresses must not find the parent's sizes. Only a process
+	 * that allocated touched the tables. */
+	if (LOAD(&n_tcounts) != 0) {
+		memset(ptr_tbl, 0, sizeof ptr_tbl);
+		memset(handle_tbl, 0, sizeof handle_tbl);
+	}
+}
+
+/* usable_socket returns the fd to send on, reopening the socket when the
+ * program has closed the shim's fd or put something else on its number. */
+static int usable_socket(void)
+{
+	int fd = LOAD(&sock_fd);
+	if (fd >= 0 && own_socket())
+		return fd;
+	int unlocked = 0;
+	if (!CAS(&sock_lock, &unlocked, 1))
+		return -1; /* another thread is reopening: this sample is dropped */
+	if (LOAD(&sock_fd) == fd) {
+		/* Never close the old number: it is the program's now. */
+		STORE(&sock_fd, open_socket());
+	}
+	fd = LOAD(&sock_fd);
+	__atomic_store_n(&sock_lock, 0, __ATOMIC_RELEASE);
+	return fd;
+}
+
 static void send_sample(unsigned flags)
 {
 	init_once();
-	if (sock_fd < 0)
+	if (sock_addr.sun_family != AF_UNIX)
 		return;
-	pid_t pid = getpid();
-	if (pid != owner_pid) {
-		/* A fork child: the CUDA context does not survive fork, so the
-		 * parent's bytes are not ours. Start from zero under our own pid. */
-		owner_pid = pid;
-		STORE(&cur_bytes, 0);
-		STORE(&peak_bytes, 0);
-		for (unsigned i = 0; i < MAX_THREADS; i++)
-			tcounts[i] = (struct tcount){0, 0};
-		shared_tc = (struct tcount){0, 0};
-		STORE(&seq, 0);
+	int fd = usable_socket();
+	if (fd < 0) {
+		ADD(&dropped, 1);
+		return;
 	}
+	pid_t pid = owner_pid;
 	unsigned char m[WIRE_SIZE];
 	unsigned long long s = ADD(&seq, 1);
 	unsigned long long cur = LOAD(&cur_bytes), peak = LOAD(&peak_bytes);
@@ -208,20 +326,24 @@ static void send_sample(unsigned flags)
 	put64(m + 56, fr);
 	put64(m + 64, LOAD(&total_mem));
 	put64(m + 72, 0);
-	if (sendto(sock_fd, m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&sock_addr, sock_len) < 0)
+	if (sendto(fd, m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&sock_addr, sock_len) < 0)
 		ADD(&dropped, 1);
 }
 
-/* maybe_send sends when a new peak was reached, or when the interval since
- * the last sample has passed (one thread wins the CAS and sends). */
+/* maybe_send sends when the interval since the last sample has passed (one
+ * thread wins the CAS and sends). A new peak inside the interval is only
+ * marked; the next sample carries it and its flag. */
 static inline void maybe_send(int new_peak)
 {
+	if (new_peak && !LOAD(&pending_peak))
+		STORE(&pending_peak, 1);
 	unsigned long long now = now_ns(), last = LOAD(&last_send_ns);
-	if (!new_peak && now - last < interval_ns)
+	if (now - last < interval_ns)
 		return;
-	if (!CAS(&last_send_ns, &last, now) && !new_peak)
+	if (!CAS(&last_send_ns, &last, now))
 		return;
-	send_sample(new_peak ? FLAG_PEAK : 0);
+	unsigned flags = __atomic_exchange_n(&pending_peak, 0, __ATOMIC_RELAXED) ? FLAG_PEAK : 0;
+	send_sample(flags);
 }
 
 static void account_alloc(unsigned long long n)
@@ -263,6 +385,7 @@ typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
  * (handles). */
 static void track(struct slot *t, unsigned bits, unsigned long long key, unsigned long long n)
 {
+	init_once(); /* before any count: the fork handler must be in place */
 	tbl_put(t, bits, key, n);
 	account_alloc(n);
 }
@@ -443,6 +566,8 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
  * counters. Only processes that allocated say anything. */
 __attribute__((destructor)) static void migpro_shim_fini(void)
 {
-	if (LOAD(&init_state) == 2 && getpid() == owner_pid)
-		send_sample(FLAG_EXIT);
+	unsigned long long al, fr;
+	sum_counts(&al, &fr);
+	if (LOAD(&init_state) == 2 && al != 0)
+		send_sample(FLAG_EXIT | (LOAD(&pending_peak) ? FLAG_PEAK : 0));
 }

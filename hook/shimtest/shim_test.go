@@ -126,20 +126,25 @@ func testExactCounts(t *testing.T, via string) {
 	}
 }
 
-// Each new peak is reported as it happens, not only at the interval.
-func TestShimSendsEveryPeak(t *testing.T) {
+// New peaks respect the interval: inside one, a peak is only marked; the
+// next call after the interval sends it (flagged), and the exit sample
+// carries the final one.
+func TestShimPeaksRespectInterval(t *testing.T) {
 	a := artifacts(t)
-	s, ep := service(t)
-	runPattern(t, a, ep.Socket, "alloc:10", "alloc:20", "free:0", "alloc:5", "alloc:30")
-	waitTop(t, s, func(e telemetry.TopEntry) bool { return e.Processes == 0 && e.Samples > 0 })
+	l := listen(t)
+	runRaw(t, a, l.path, nil, "alloc:10", "alloc:20", "grow:100:50:0", "sleep:150", "alloc:5", "free:0")
+	msgs := l.wait(t, func(ms []telemetry.Message) bool { return len(ms) > 0 && ms[len(ms)-1].Flags&flagExit != 0 })
 	var peaks []uint64
-	for _, smp := range s.Samples("ctr") {
-		if len(peaks) == 0 || smp.PeakBytes != peaks[len(peaks)-1] {
-			peaks = append(peaks, smp.PeakBytes)
-		}
+	for _, m := range msgs {
+		peaks = append(peaks, m.Peak)
 	}
-	if want := []uint64{10, 30, 55}; !slices.Equal(peaks, want) {
-		t.Errorf("peaks seen %v, want %v", peaks, want)
+	// The first allocation sends at once; the next 51 fall inside the
+	// interval; the one after the sleep sends the peak they built; exit.
+	if want := []uint64{10, 5035, 5035}; !slices.Equal(peaks, want) {
+		t.Fatalf("peaks sent %v, want %v (messages %+v)", peaks, want, msgs)
+	}
+	if msgs[1].Flags&flagPeak == 0 || msgs[1].Current != 5035 || msgs[2].Current != 5025 || msgs[2].Allocs != 53 || msgs[2].Frees != 1 {
+		t.Fatalf("messages %+v", msgs)
 	}
 }
 
