@@ -44,10 +44,18 @@ func Build(dir string) (Stubs, error) {
 			return s, err
 		}
 	}
-	if err := gcc([]string{"-O2", "-Wall", "-o", s.CudaProg, filepath.Join(here, "testdata", "cudaprog.c"), "-ldl"}); err != nil {
-		return s, err
+	return s, BuildCudaProg(s.CudaProg, nil)
+}
+
+// BuildCudaProg compiles the test program to out, with extra flags first
+// (a sysroot, to run it in another glibc's rootfs).
+func BuildCudaProg(out string, extra []string) error {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return errors.New("simdrivertest: cannot locate source tree")
 	}
-	return s, nil
+	src := filepath.Join(filepath.Dir(file), "testdata", "cudaprog.c")
+	return gcc(append(append([]string{}, extra...), "-O2", "-Wall", "-o", out, src, "-ldl"))
 }
 
 func gcc(args []string) error {
