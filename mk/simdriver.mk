@@ -13,9 +13,9 @@ SIMDRIVER_COMMON = $(SIMDRIVER_DIR)/simstate.c $(SIMDRIVER_DIR)/simstate.h
 build: simdriver
 simdriver: $(SIMDRIVER_OUT)/libcuda.so $(SIMDRIVER_OUT)/libnvidia-ml.so $(SIMDRIVER_OUT)/nvidia-smi
 
-$(SIMDRIVER_OUT)/libcuda.so: $(SIMDRIVER_DIR)/cuda.c $(SIMDRIVER_COMMON)
+$(SIMDRIVER_OUT)/libcuda.so: $(SIMDRIVER_DIR)/cuda.c $(SIMDRIVER_DIR)/cuda_device.c $(SIMDRIVER_DIR)/cuda.h $(SIMDRIVER_COMMON)
 	@mkdir -p $(@D)
-	gcc $(SIMDRIVER_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $(SIMDRIVER_DIR)/cuda.c $(SIMDRIVER_DIR)/simstate.c -lpthread
+	gcc $(SIMDRIVER_CFLAGS) -fPIC -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $(SIMDRIVER_DIR)/cuda.c $(SIMDRIVER_DIR)/cuda_device.c $(SIMDRIVER_DIR)/simstate.c -lpthread
 
 $(SIMDRIVER_OUT)/libnvidia-ml.so: $(SIMDRIVER_DIR)/nvml.c $(SIMDRIVER_COMMON)
 	@mkdir -p $(@D)

@@ -35,7 +35,7 @@ func Build(dir string) (Stubs, error) {
 	s := Stubs{Dir: dir, CudaProg: filepath.Join(dir, "cudaprog")}
 	state := filepath.Join(src, "simstate.c")
 	steps := [][]string{
-		{"-fPIC", "-shared", "-Wl,-soname,libcuda.so.1", "-Wl,-Bsymbolic", "-o", filepath.Join(dir, "libcuda.so"), filepath.Join(src, "cuda.c"), state, "-lpthread"},
+		{"-fPIC", "-shared", "-Wl,-soname,libcuda.so.1", "-Wl,-Bsymbolic", "-o", filepath.Join(dir, "libcuda.so"), filepath.Join(src, "cuda.c"), filepath.Join(src, "cuda_device.c"), state, "-lpthread"},
 		{"-fPIC", "-shared", "-Wl,-soname,libnvidia-ml.so.1", "-o", filepath.Join(dir, "libnvidia-ml.so"), filepath.Join(src, "nvml.c")},
 		{"-o", filepath.Join(dir, "nvidia-smi"), filepath.Join(src, "nvidia_smi.c"), state},
 	}
