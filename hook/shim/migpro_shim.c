@@ -30,25 +30,13 @@
  *  MIGPRO_TELEMETRY_INTERVAL_MS  minimum gap between periodic samples (default 100)
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
 
-#define DEFAULT_SOCKET "/run/migpro/telemetry.sock"
-#define DEFAULT_INTERVAL_MS 100
 
 #define WIRE_SIZE 80
 #define WIRE_MAGIC 0x3150474du /* "MGP1" */
@@ -74,6 +62,7 @@
  * blocks. Threads beyond the array share one block with atomic adds. */
 static unsigned long long cur_bytes, peak_bytes, total_mem;
 static unsigned long long seq, last_send_ns;
+static int pending_peak; /* a peak not yet reported */
 static unsigned int dropped;
 
 struct tcount {
@@ -118,116 +107,6 @@ static void sum_counts(unsigned long long *allocs, unsigned long long *frees)
 	*frees = f;
 }
 
-/* ---- lazy set-up -------------------------------------------------------- */
-static int sock_fd = -1;
-static dev_t sock_dev;
-static ino_t sock_ino;
-static struct sockaddr_un sock_addr;
-static socklen_t sock_len;
-static unsigned long long interval_ns = DEFAULT_INTERVAL_MS * 1000000ull;
-static pid_t owner_pid;
-static int init_state; /* 0 not yet, 1 in progress, 2 done */
-static int pending_peak; /* a peak not yet reported */
-static int sock_lock;    /* serialises reopening the socket */
-
-/* The socket's fd is moved up to here (or the highest the fd limit allows):
- * programs hand out low numbers, and the ones that close or dup2 "all" fds
- * mostly stop well below. */
-#define HIGH_FD 1000
-
-/* fstat by system call: glibc 2.33 turned fstat from an inline wrapper into
- * a symbol of version GLIBC_2.33, above the shim's floor. */
-static int fstat_fd(int fd, struct stat *st)
-{
-	return (int)syscall(SYS_fstat, fd, st);
-}
-
-/* open_socket makes the shim's socket and moves it to a high fd. Returns
- * the fd, or -1. */
-static int open_socket(void)
-{
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	struct rlimit rl;
-	long floor = HIGH_FD;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur / 2 < floor)
-		floor = (long)rl.rlim_cur / 2; /* keep the top half for the program */
-	if (fd < floor) {
-		int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)floor);
-		if (high >= 0) {
-			close(fd);
-			fd = high;
-		}
-	}
-	struct stat st;
-	if (fstat_fd(fd, &st) < 0) {
-		close(fd);
-		return -1;
-	}
-	sock_dev = st.st_dev;
-	sock_ino = st.st_ino;
-	return fd;
-}
-
-/* own_socket says whether sock_fd still is the socket the shim opened. */
-static int own_socket(void)
-{
-	struct stat st;
-	return fstat_fd(sock_fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == sock_dev && st.st_ino == sock_ino;
-}
-
-static void reset_counters(void);
-
-/* The fork child runs this alone: its counters start from zero (the CUDA
- * context does not survive fork, so the parent's bytes are not its own),
- * and a set-up the parent had in progress on another thread is redone. */
-static void atfork_child(void)
-{
-	owner_pid = getpid();
-	if (__atomic_load_n(&init_state, __ATOMIC_RELAXED) == 1)
-		init_state = 0;
-	sock_lock = 0;
-	reset_counters();
-}
-
-static void init_once(void)
-{
-	int st = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE);
-	if (st == 2)
-		return;
-	st = 0;
-	if (!__atomic_compare_exchange_n(&init_state, &st, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
-			; /* another thread is a few syscalls from done */
-		return;
-	}
-	const char *path = getenv("MIGPRO_TELEMETRY_SOCKET");
-	if (path == NULL || *path == '\0')
-		path = DEFAULT_SOCKET;
-	const char *iv = getenv("MIGPRO_TELEMETRY_INTERVAL_MS");
-	if (iv != NULL && *iv != '\0') {
-		char *end;
-		unsigned long ms = strtoul(iv, &end, 10);
-		if (*end == '\0' && ms <= 3600000ul)
-			interval_ns = (unsigned long long)ms * 1000000ull;
-	}
-	size_t n = strlen(path);
-	if (n < sizeof(sock_addr.sun_path)) {
-		sock_addr.sun_family = AF_UNIX;
-		memcpy(sock_addr.sun_path, path, n + 1);
-		sock_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
-		sock_fd = open_socket();
-	}
-	owner_pid = getpid();
-	static int registered;
-	if (!registered) {
-		registered = 1;
-		pthread_atfork(NULL, NULL, atfork_child);
-	}
-	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
-}
-
 static inline unsigned long long now_ns(void)
 {
 	struct timespec ts;
@@ -250,7 +129,7 @@ static inline void put64(unsigned char *b, unsigned long long v)
 		b[i] = (unsigned char)(v >> (8 * i));
 }
 
-static void reset_counters(void)
+void shim_reset_counters(void)
 {
 	STORE(&cur_bytes, 0);
 	STORE(&peak_bytes, 0);
@@ -270,36 +149,17 @@ static void reset_counters(void)
 	}
 }
 
-/* usable_socket returns the fd to send on, reopening the socket when the
- * program has closed the shim's fd or put something else on its number. */
-static int usable_socket(void)
-{
-	int fd = LOAD(&sock_fd);
-	if (fd >= 0 && own_socket())
-		return fd;
-	int unlocked = 0;
-	if (!CAS(&sock_lock, &unlocked, 1))
-		return -1; /* another thread is reopening: this sample is dropped */
-	if (LOAD(&sock_fd) == fd) {
-		/* Never close the old number: it is the program's now. */
-		STORE(&sock_fd, open_socket());
-	}
-	fd = LOAD(&sock_fd);
-	__atomic_store_n(&sock_lock, 0, __ATOMIC_RELEASE);
-	return fd;
-}
-
 static void send_sample(unsigned flags)
 {
-	init_once();
-	if (sock_addr.sun_family != AF_UNIX)
-		return;
-	int fd = usable_socket();
+	shim_init();
+	int fd = shim_socket();
+	if (fd == -2)
+		return; /* no usable socket path */
 	if (fd < 0) {
 		ADD(&dropped, 1);
 		return;
 	}
-	pid_t pid = owner_pid;
+	pid_t pid = shim_owner_pid;
 	unsigned char m[WIRE_SIZE];
 	unsigned long long s = ADD(&seq, 1);
 	unsigned long long cur = LOAD(&cur_bytes), peak = LOAD(&peak_bytes);
@@ -326,7 +186,7 @@ static void send_sample(unsigned flags)
 	put64(m + 56, fr);
 	put64(m + 64, LOAD(&total_mem));
 	put64(m + 72, 0);
-	if (sendto(fd, m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&sock_addr, sock_len) < 0)
+	if (shim_sendto(fd, m, sizeof m) < 0)
 		ADD(&dropped, 1);
 }
 
@@ -338,7 +198,7 @@ static inline void maybe_send(int new_peak)
 	if (new_peak && !LOAD(&pending_peak))
 		STORE(&pending_peak, 1);
 	unsigned long long now = now_ns(), last = LOAD(&last_send_ns);
-	if (now - last < interval_ns)
+	if (now - last < shim_interval_ns)
 		return;
 	if (!CAS(&last_send_ns, &last, now))
 		return;
@@ -385,7 +245,8 @@ typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
  * (handles). */
 static void track(struct slot *t, unsigned bits, unsigned long long key, unsigned long long n)
 {
-	init_once(); /* before any count: the fork handler must be in place */
+	if (__builtin_expect(LOAD(&shim_init_state) != 2, 0))
+		shim_init(); /* before any count: the fork handler must be in place */
 	tbl_put(t, bits, key, n);
 	account_alloc(n);
 }
@@ -568,6 +429,6 @@ __attribute__((destructor)) static void migpro_shim_fini(void)
 {
 	unsigned long long al, fr;
 	sum_counts(&al, &fr);
-	if (LOAD(&init_state) == 2 && al != 0)
+	if (LOAD(&shim_init_state) == 2 && al != 0)
 		send_sample(FLAG_EXIT | (LOAD(&pending_peak) ? FLAG_PEAK : 0));
 }
