@@ -11,13 +11,17 @@ import (
 //
 // The split of work, and why:
 //   - The engine (podman, containerd, cri-o) applies the CDI mount of the
-//     shim and the env. That works everywhere, needs no hook, and the shim
-//     is present even when the agent is down, so LD_PRELOAD never points at
-//     a missing file.
+//     shim and the env. That works everywhere and needs no hook.
+//   - The spec does not set LD_PRELOAD: an env edit would replace the
+//     image's own (tcmalloc, a profiler), and a spec cannot refer to the
+//     image's value. The hook adds the shim to the container's
+//     /etc/ld.so.preload instead (ContainerPreload), after the image's own
+//     entries, so both load. A container the hook did not set up (agent
+//     down, fail-open) runs without the shim, which would have had no one
+//     to report to.
 //   - The per-container socket cannot be in a per-device spec, so the hook
 //     (createRuntime) registers with the agent and mounts the container's
-//     own socket directory at ContainerDir. Until then, and when the agent
-//     is down, the shim's sends fail silently.
+//     own socket directory at ContainerDir.
 //   - The poststop hook deregisters.
 
 // Mount is one bind mount for the CDI spec's containerEdits.mounts.
@@ -85,7 +89,7 @@ func CDIEdits(c EditsConfig) Edits {
 	if c.LogFile != "" {
 		args = append(args, "--log-file", c.LogFile)
 	}
-	env := []string{"LD_PRELOAD=" + ContainerShim, "MIGPRO_TELEMETRY_SOCKET=" + ContainerSocket}
+	env := []string{"MIGPRO_TELEMETRY_SOCKET=" + ContainerSocket}
 	if c.IntervalMs > 0 {
 		env = append(env, "MIGPRO_TELEMETRY_INTERVAL_MS="+strconv.Itoa(c.IntervalMs))
 	}

@@ -2,12 +2,20 @@ package hook
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
 func TestCDIEdits(t *testing.T) {
 	e := CDIEdits(EditsConfig{HookPath: "/opt/h", ShimPath: "/opt/shim.so", AgentSocket: "/a.sock", FailClosed: true, IntervalMs: 50, LogFile: "/l"})
-	if !slices.Contains(e.Env, "LD_PRELOAD="+ContainerShim) || !slices.Contains(e.Env, "MIGPRO_TELEMETRY_SOCKET="+ContainerSocket) ||
+	// No LD_PRELOAD: it would replace the image's; the hook preloads the
+	// shim through /etc/ld.so.preload.
+	for _, kv := range e.Env {
+		if strings.HasPrefix(kv, "LD_PRELOAD=") {
+			t.Errorf("the spec sets %s, replacing the image's own LD_PRELOAD", kv)
+		}
+	}
+	if !slices.Contains(e.Env, "MIGPRO_TELEMETRY_SOCKET="+ContainerSocket) ||
 		!slices.Contains(e.Env, "MIGPRO_TELEMETRY_INTERVAL_MS=50") {
 		t.Errorf("env %v", e.Env)
 	}
@@ -24,7 +32,7 @@ func TestCDIEdits(t *testing.T) {
 		}
 	}
 	d := CDIEdits(EditsConfig{})
-	if d.Hooks[0].Path != DefaultHookPath || d.Mounts[0].HostPath != DefaultShimPath || slices.Contains(d.Hooks[0].Args, "--fail-closed") || len(d.Env) != 2 {
+	if d.Hooks[0].Path != DefaultHookPath || d.Mounts[0].HostPath != DefaultShimPath || slices.Contains(d.Hooks[0].Args, "--fail-closed") || len(d.Env) != 1 {
 		t.Errorf("defaults %+v", d)
 	}
 }

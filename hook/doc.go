@@ -1,6 +1,8 @@
 // Package hook is the OCI hook: it registers a starting container with the
-// agent and injects the telemetry shim and the container's own telemetry
-// socket into the container's mount namespace.
+// agent and injects the telemetry shim, the container's own telemetry
+// socket, and a preload list naming the shim after the image's own entries
+// (/etc/ld.so.preload, so the image's LD_PRELOAD is kept) into the
+// container's mount namespace.
 //
 // The hook runs as root next to the runtime and reads data shaped by the
 // container image, so it trusts nothing from the container: every path inside

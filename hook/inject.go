@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -83,31 +84,69 @@ func Inject(in Injection) error {
 		}
 		defer unix.Close(shimTree)
 	}
-	return inNamespace(in.NSPath, func() error {
-		root, err := os.OpenFile(in.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("inject: opening rootfs %s in the container's namespace: %w", in.Rootfs, err)
-		}
-		defer root.Close()
-		rootReal, err := fdPath(root)
+	// The image's preload list is read in the container's namespace, the
+	// combined one written and cloned on the host (open_tree clones only
+	// mounts of the caller's namespace), then attached with the rest.
+	var image []byte
+	if err := inNamespace(in.NSPath, func() error {
+		root, rootReal, err := openRoot(in.Rootfs)
 		if err != nil {
 			return err
 		}
+		defer root.Close()
+		image, err = readImagePreload(root, rootReal)
+		return err
+	}); err != nil {
+		return err
+	}
+	preloadTree := -1
+	if list := PreloadWith(image); !bytes.Equal(list, image) {
+		if preloadTree, err = writePreload(in.SocketDir, list); err != nil {
+			return err
+		}
+		defer unix.Close(preloadTree)
+	}
+	return inNamespace(in.NSPath, func() error {
+		root, rootReal, err := openRoot(in.Rootfs)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
 		dir, err := mkdirExact(root, rootReal, ContainerDir)
 		if err != nil {
 			return err
 		}
 		defer dir.Close()
 		if shimTree >= 0 {
-			if err := attachShim(root, rootReal, shimTree); err != nil {
+			if err := attachFile(root, rootReal, shimTree, ContainerShim); err != nil {
 				return err
 			}
 		}
 		if err := unix.MoveMount(dirTree, "", int(dir.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 			return fmt.Errorf("inject: mounting %s at %s: %w", in.SocketDir, ContainerDir, err)
 		}
+		if preloadTree >= 0 {
+			if err := attachFile(root, rootReal, preloadTree, ContainerPreload); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
+}
+
+// openRoot opens the rootfs in the current namespace and resolves its real
+// path, against which every target is checked.
+func openRoot(rootfs string) (*os.File, string, error) {
+	root, err := os.OpenFile(rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("inject: opening rootfs %s in the container's namespace: %w", rootfs, err)
+	}
+	rootReal, err := fdPath(root)
+	if err != nil {
+		root.Close()
+		return nil, "", err
+	}
+	return root, rootReal, nil
 }
 
 // cloneReadOnly makes a detached, read-only bind of a host path.
@@ -187,15 +226,15 @@ func checkExact(f *os.File, rootReal, path string) error {
 	return nil
 }
 
-// attachShim mounts the shim over a regular file at ContainerShim, creating
-// the empty mount point if needed.
-func attachShim(root *os.File, rootReal string, shimTree int) error {
-	dir, err := mkdirExact(root, rootReal, filepath.Dir(ContainerShim))
+// attachFile mounts tree over a regular file at path (the shim, the
+// preload list), creating the empty mount point if needed.
+func attachFile(root *os.File, rootReal string, tree int, path string) error {
+	dir, err := mkdirExact(root, rootReal, filepath.Dir(path))
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
-	name := filepath.Base(ContainerShim)
+	name := filepath.Base(path)
 	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if errors.Is(err, unix.EEXIST) {
 		// Already there (the image's, or an earlier mount): reuse it only
@@ -205,16 +244,16 @@ func attachShim(root *os.File, rootReal string, shimTree int) error {
 			var st unix.Stat_t
 			if err = unix.Fstat(fd, &st); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
 				unix.Close(fd)
-				return fmt.Errorf("%w: %s exists and is not a regular file", ErrUnsafeRootfs, ContainerShim)
+				return fmt.Errorf("%w: %s exists and is not a regular file", ErrUnsafeRootfs, path)
 			}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("inject: creating mount point %s: %w", ContainerShim, err)
+		return fmt.Errorf("inject: creating mount point %s: %w", path, err)
 	}
 	defer unix.Close(fd)
-	if err := unix.MoveMount(shimTree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return fmt.Errorf("inject: mounting shim at %s: %w", ContainerShim, err)
+	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("inject: mounting at %s: %w", path, err)
 	}
 	return nil
 }

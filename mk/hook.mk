@@ -6,6 +6,9 @@
 #   make hook-bench  shim overhead, hook start time, agent ingest rate
 
 SHIM_CFLAGS = -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden
+# libdl.so.2 by name and kept: before glibc 2.34 dlvsym lives there (see
+# hook/shim/resolve.c), and a default link drops it as unused.
+SHIM_LIBS = -Wl,--no-as-needed -l:libdl.so.2
 HOOK_FUZZTIME ?= 20s
 
 .PHONY: shim hook hook-fuzz hook-bench
@@ -18,7 +21,7 @@ SHIM_SRC = $(wildcard hook/shim/*.c)
 
 $(BIN)/libmigpro-shim.so: $(SHIM_SRC) $(wildcard hook/shim/*.h)
 	@mkdir -p $(BIN)
-	gcc $(SHIM_CFLAGS) -o $@ $(SHIM_SRC) -ldl
+	gcc $(SHIM_CFLAGS) -o $@ $(SHIM_SRC) $(SHIM_LIBS)
 
 hook:
 	$(GO) build -o $(BIN)/migpro-hook ./cmd/migpro-hook

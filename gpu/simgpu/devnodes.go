@@ -54,6 +54,7 @@ type devFiles struct {
 	kind                    NodeKind
 	gpuMajor, uvmMajor, cap uint32
 	log                     logrus.FieldLogger
+	state                   *driverState // instance descriptions and usage for the stub user space
 }
 
 func newDevFiles(root string, gpus int) (*devFiles, error) {
@@ -102,6 +103,11 @@ func newDevFiles(root string, gpus int) (*devFiles, error) {
 			return nil, err
 		}
 	}
+	st, err := newDriverState(root)
+	if err != nil {
+		return nil, err
+	}
+	f.state = st
 	if err := f.addCap(filepath.Join(f.capsDir, "mig", "config"), capConfigMinor); err != nil {
 		return nil, err
 	}
@@ -196,12 +202,24 @@ func (f *devFiles) addCI(ci *ciState) {
 	if err := f.addCap(f.ciDir(ci), ci.capMinor); err != nil {
 		f.log.WithError(err).WithField("gpu", ci.gi.g.index).Warn("simulated driver could not publish a compute instance's capability")
 	}
+	if err := f.state.addCI(ci); err != nil {
+		f.log.WithError(err).WithField("gpu", ci.gi.g.index).Warn("simulated driver could not describe a compute instance for its user space")
+	}
 }
 
 func (f *devFiles) removeCI(ci *ciState) {
 	if f != nil {
 		f.removeCap(f.ciDir(ci), ci.capMinor)
+		f.state.removeCI(ci)
 	}
+}
+
+// usedBytes is what processes hold on a MIG device through the stub libcuda.
+func (f *devFiles) usedBytes(uuid string) uint64 {
+	if f == nil {
+		return 0
+	}
+	return f.state.usedBytes(uuid)
 }
 
 func (f *devFiles) removeGI(gi *giState) {

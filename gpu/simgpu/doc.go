@@ -43,6 +43,73 @@
 // container can never reach a real GPU through a simulated spec, and without
 // mknod permission they are empty files (see NodeKind).
 //
+// # Driver root
+//
+// The simulated driver reports a driver version (DriverVersion through
+// SystemGetDriverVersion, CUDADriverVersion through
+// SystemGetCudaDriverVersion) and provides the user space a driver installs,
+// built from the C sources in driver/ by `make simdriver` (part of `make
+// build`) into bin/simdriver. InstallDriverRoot lays them out under a root
+// the way a Debian-family driver install does, so tools that discover a
+// driver from its root (NVIDIA's nvcdi) find it:
+//
+//	<root>/usr/lib/x86_64-linux-gnu/libcuda.so.<DriverVersion>
+//	<root>/usr/lib/x86_64-linux-gnu/libcuda.so.1 -> libcuda.so.<DriverVersion>
+//	<root>/usr/lib/x86_64-linux-gnu/libcuda.so -> libcuda.so.1
+//	<root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.<DriverVersion> (+ .so.1, .so links)
+//	<root>/usr/bin/nvidia-smi
+//	<root>/lib/firmware/nvidia/<DriverVersion>/gsp_ga10x.bin, gsp_tu10x.bin (empty)
+//
+// libcuda is a stub CUDA driver: cuInit, cuDriverGetVersion, cuDeviceGet*,
+// contexts (cuCtxCreate_v2/Destroy_v2/SetCurrent/GetCurrent, primary context
+// retain/release), cuMemGetInfo_v2, cuMemAlloc_v2, cuMemAllocPitch_v2,
+// cuMemAllocManaged, cuMemAllocAsync(_ptsz), cuMemAllocFromPoolAsync(_ptsz),
+// cuMemFree_v2, cuMemFreeAsync(_ptsz), cuMemCreate/cuMemRelease,
+// cuMemGetAddressRange_v2 and cuGetProcAddress(_v2). Its device memory is
+// address space only. It refuses what the driver refuses: calls before
+// cuInit (NOT_INITIALIZED), allocations without a current context
+// (INVALID_CONTEXT), zero sizes and unknown pointers or handles
+// (INVALID_VALUE), more than the instance's free memory (OUT_OF_MEMORY), and
+// ordinals other than 0 (INVALID_DEVICE). nvidia-smi answers -L (the GPU line
+// and the visible MIG device, in the real format) and
+// --query-gpu=name,memory.total,memory.used,uuid,driver_version with
+// --format=csv[,noheader][,nounits]; its memory figures are the instance's
+// (the real tool reports the whole GPU there). libnvidia-ml answers the
+// version calls only: the simulated NVML proper is this package, in the
+// agent's process.
+//
+// Which instance: a stub process uses the first MIG UUID in
+// NVIDIA_VISIBLE_DEVICES, else in CUDA_VISIBLE_DEVICES, which migpro's CDI
+// spec and device plugin set to the instance's MIG UUID. With none, cuInit
+// fails with CUDA_ERROR_NO_DEVICE and nvidia-smi says "No devices were
+// found".
+//
+// The channel between the stubs and the simulated NVML is the driver's state
+// directory, <root>/run/migpro-simgpu (StateDirName), which containers see at
+// /run/migpro-simgpu (ContainerStateDir; the spec mounts it read-write) and
+// other processes name with MIGPRO_SIMGPU_STATE:
+//
+//	instances/<MIG-UUID>      written by this package with each compute
+//	                          instance (removed with it): key=value lines
+//	                          (uuid, gpu_uuid, gpu_name, profile, gpu_index, gi,
+//	                          ci, sm_count, cc_major, cc_minor, memory_total)
+//	usage/<MIG-UUID>/p-<pid>-<unique>
+//	                          one per process that allocated: the bytes it
+//	                          holds, 8 bytes little-endian
+//
+// A process creates its usage file on its first allocation (a fork child
+// makes its own: contexts do not survive fork), holds a shared flock on it
+// for life, and rewrites the value under an OFD record lock on each
+// allocation and free. Readers take the same record lock to read. A file
+// whose shared flock is gone belongs to an exited process: readers skip it
+// and this package removes it, so memory a process held is released when it
+// dies, kill -9 included, as the driver does. Admission (the OUT_OF_MEMORY
+// check) sums all live files under an exclusive flock on
+// usage/<MIG-UUID>/.lock, so two processes cannot both take the last bytes.
+// A MIG device's used memory in the simulated NVML is the level a test set,
+// plus its processes (AddProcess), plus the sum of the live usage files of
+// its compute instances.
+//
 // # Durable state
 //
 // A real driver keeps MIG instances when the agent dies; the simulated one

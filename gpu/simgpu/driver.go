@@ -409,13 +409,18 @@ func (gi *giState) undoDestroyLocked() {
 	gi.g.d.files.addGI(gi)
 }
 
-// memoryLocked is what the GI's MIG device reports: the level a test set
-// plus what its processes hold, never more than the instance has.
+// memoryLocked is what the GI's MIG device reports: the level a test set,
+// plus what its processes hold, plus what real processes allocated through
+// the stub libcuda on its compute instances; never more than the instance
+// has.
 func (gi *giState) memoryLocked() nvml.Memory {
 	total := gi.info.MemorySizeMB * mib
 	used := gi.memUsed
 	for _, b := range gi.procs {
 		used += b
+	}
+	for _, ci := range gi.cis {
+		used += gi.g.d.files.usedBytes(ci.uuid)
 	}
 	if used > total {
 		used = total

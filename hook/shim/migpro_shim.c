@@ -11,6 +11,16 @@
  *    SOCK_DGRAM socket; a failed send is only counted ("dropped").
  *  - Processes that never touch CUDA (the shell, coreutils...) pay nothing
  *    but the preload itself: all set-up is lazy, and they send nothing.
+ *  - Never touches the program's descriptors: its socket sits on a high,
+ *    close-on-exec fd, and is checked to still be its own socket (device and
+ *    inode) before each send; when the program closed it or reused the
+ *    number, the shim opens a new one and leaves that fd alone.
+ *  - At most one sample per interval, new peaks included: a peak reached
+ *    inside the interval goes out, flagged, with the next sample, and the
+ *    exit sample always carries the final peak.
+ *  - Safe across fork and threads: a fork child starts from zero under its
+ *    own pid (a pthread_atfork handler), never inherits a half-done set-up,
+ *    and threads share lock-free counters.
  *
  * Wire format (v1, 80 bytes, little-endian) is described in docs/hook.md and
  * decoded by telemetry/wire.go.
@@ -20,20 +30,13 @@
  *  MIGPRO_TELEMETRY_INTERVAL_MS  minimum gap between periodic samples (default 100)
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
 
-#define DEFAULT_SOCKET "/run/migpro/telemetry.sock"
-#define DEFAULT_INTERVAL_MS 100
 
 #define WIRE_SIZE 80
 #define WIRE_MAGIC 0x3150474du /* "MGP1" */
@@ -59,6 +62,7 @@
  * blocks. Threads beyond the array share one block with atomic adds. */
 static unsigned long long cur_bytes, peak_bytes, total_mem;
 static unsigned long long seq, last_send_ns;
+static int pending_peak; /* a peak not yet reported */
 static unsigned int dropped;
 
 struct tcount {
@@ -103,46 +107,6 @@ static void sum_counts(unsigned long long *allocs, unsigned long long *frees)
 	*frees = f;
 }
 
-/* ---- lazy set-up -------------------------------------------------------- */
-static int sock_fd = -1;
-static struct sockaddr_un sock_addr;
-static socklen_t sock_len;
-static unsigned long long interval_ns = DEFAULT_INTERVAL_MS * 1000000ull;
-static pid_t owner_pid;
-static int init_state; /* 0 not yet, 1 in progress, 2 done */
-
-static void init_once(void)
-{
-	int st = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE);
-	if (st == 2)
-		return;
-	st = 0;
-	if (!__atomic_compare_exchange_n(&init_state, &st, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
-			; /* another thread is a few syscalls from done */
-		return;
-	}
-	const char *path = getenv("MIGPRO_TELEMETRY_SOCKET");
-	if (path == NULL || *path == '\0')
-		path = DEFAULT_SOCKET;
-	const char *iv = getenv("MIGPRO_TELEMETRY_INTERVAL_MS");
-	if (iv != NULL && *iv != '\0') {
-		char *end;
-		unsigned long ms = strtoul(iv, &end, 10);
-		if (*end == '\0' && ms <= 3600000ul)
-			interval_ns = (unsigned long long)ms * 1000000ull;
-	}
-	size_t n = strlen(path);
-	if (n < sizeof(sock_addr.sun_path)) {
-		sock_addr.sun_family = AF_UNIX;
-		memcpy(sock_addr.sun_path, path, n + 1);
-		sock_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
-		sock_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	}
-	owner_pid = getpid();
-	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
-}
-
 static inline unsigned long long now_ns(void)
 {
 	struct timespec ts;
@@ -165,23 +129,37 @@ static inline void put64(unsigned char *b, unsigned long long v)
 		b[i] = (unsigned char)(v >> (8 * i));
 }
 
+void shim_reset_counters(void)
+{
+	STORE(&cur_bytes, 0);
+	STORE(&peak_bytes, 0);
+	for (unsigned i = 0; i < MAX_THREADS; i++)
+		tcounts[i] = (struct tcount){0, 0};
+	shared_tc = (struct tcount){0, 0};
+	STORE(&seq, 0);
+	STORE(&last_send_ns, 0);
+	STORE(&pending_peak, 0);
+	STORE(&dropped, 0);
+	/* The parent's live pointers are not the child's: its frees of
+	 * recycled addresses must not find the parent's sizes. Only a process
+	 * that allocated touched the tables. */
+	if (LOAD(&n_tcounts) != 0) {
+		memset(ptr_tbl, 0, sizeof ptr_tbl);
+		memset(handle_tbl, 0, sizeof handle_tbl);
+	}
+}
+
 static void send_sample(unsigned flags)
 {
-	init_once();
-	if (sock_fd < 0)
+	shim_init();
+	int fd = shim_socket();
+	if (fd == -2)
+		return; /* no usable socket path */
+	if (fd < 0) {
+		ADD(&dropped, 1);
 		return;
-	pid_t pid = getpid();
-	if (pid != owner_pid) {
-		/* A fork child: the CUDA context does not survive fork, so the
-		 * parent's bytes are not ours. Start from zero under our own pid. */
-		owner_pid = pid;
-		STORE(&cur_bytes, 0);
-		STORE(&peak_bytes, 0);
-		for (unsigned i = 0; i < MAX_THREADS; i++)
-			tcounts[i] = (struct tcount){0, 0};
-		shared_tc = (struct tcount){0, 0};
-		STORE(&seq, 0);
 	}
+	pid_t pid = shim_owner_pid;
 	unsigned char m[WIRE_SIZE];
 	unsigned long long s = ADD(&seq, 1);
 	unsigned long long cur = LOAD(&cur_bytes), peak = LOAD(&peak_bytes);
@@ -208,20 +186,24 @@ static void send_sample(unsigned flags)
 	put64(m + 56, fr);
 	put64(m + 64, LOAD(&total_mem));
 	put64(m + 72, 0);
-	if (sendto(sock_fd, m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&sock_addr, sock_len) < 0)
+	if (shim_sendto(fd, m, sizeof m) < 0)
 		ADD(&dropped, 1);
 }
 
-/* maybe_send sends when a new peak was reached, or when the interval since
- * the last sample has passed (one thread wins the CAS and sends). */
+/* maybe_send sends when the interval since the last sample has passed (one
+ * thread wins the CAS and sends). A new peak inside the interval is only
+ * marked; the next sample carries it and its flag. */
 static inline void maybe_send(int new_peak)
 {
+	if (new_peak && !LOAD(&pending_peak))
+		STORE(&pending_peak, 1);
 	unsigned long long now = now_ns(), last = LOAD(&last_send_ns);
-	if (!new_peak && now - last < interval_ns)
+	if (now - last < shim_interval_ns)
 		return;
-	if (!CAS(&last_send_ns, &last, now) && !new_peak)
+	if (!CAS(&last_send_ns, &last, now))
 		return;
-	send_sample(new_peak ? FLAG_PEAK : 0);
+	unsigned flags = __atomic_exchange_n(&pending_peak, 0, __ATOMIC_RELAXED) ? FLAG_PEAK : 0;
+	send_sample(flags);
 }
 
 static void account_alloc(unsigned long long n)
@@ -263,6 +245,8 @@ typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
  * (handles). */
 static void track(struct slot *t, unsigned bits, unsigned long long key, unsigned long long n)
 {
+	if (__builtin_expect(LOAD(&shim_init_state) != 2, 0))
+		shim_init(); /* before any count: the fork handler must be in place */
 	tbl_put(t, bits, key, n);
 	account_alloc(n);
 }
@@ -443,6 +427,8 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
  * counters. Only processes that allocated say anything. */
 __attribute__((destructor)) static void migpro_shim_fini(void)
 {
-	if (LOAD(&init_state) == 2 && getpid() == owner_pid)
-		send_sample(FLAG_EXIT);
+	unsigned long long al, fr;
+	sum_counts(&al, &fr);
+	if (LOAD(&shim_init_state) == 2 && al != 0)
+		send_sample(FLAG_EXIT | (LOAD(&pending_peak) ? FLAG_PEAK : 0));
 }

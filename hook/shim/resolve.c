@@ -6,7 +6,8 @@
  * bypass it, and both are covered here:
  *  - dlsym(handle, "cuMemAlloc_v2") on a handle from dlopen("libcuda.so.1"):
  *    the shim interposes dlsym itself. For the names it wraps it records the
- *    real pointer and returns the wrapper; everything else passes through.
+ *    real pointer and returns the wrapper; everything else passes through,
+ *    and RTLD_NEXT / RTLD_DEFAULT lookups keep their caller (see dlsym).
  *  - cuGetProcAddress / cuGetProcAddress_v2, which the CUDA runtime (11.3+)
  *    uses for every driver call: the shim wraps them and swaps in its
  *    wrappers for the base names it counts.
@@ -63,16 +64,28 @@ static void *slot_real[S_COUNT];
 typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn real_dlsym_fn;
 
-/* real_dlsym finds libc's (or libdl's) dlsym by version, since plain
- * dlsym is now the shim's own. */
+/* The glibc floor: glibc 2.34 moved dlsym and dlvsym into libc under a new
+ * version, GLIBC_2.34, which a default link records and older glibc lacks.
+ * Every glibc still exports them under the architecture's base version (in
+ * libdl.so.2 before 2.34, as compat symbols of libc.so.6 since), so the shim
+ * binds dlvsym to that version and links libdl.so.2 (mk/hook.mk). */
+#if defined(__x86_64__)
+#define GLIBC_BASE "GLIBC_2.2.5"
+#elif defined(__aarch64__)
+#define GLIBC_BASE "GLIBC_2.17"
+#else
+#error "set GLIBC_BASE, the first glibc symbol version of this architecture"
+#endif
+__asm__(".symver dlvsym, dlvsym@" GLIBC_BASE);
+
+/* real_dlsym finds glibc's dlsym by version, since plain dlsym is now the
+ * shim's own. */
 static dlsym_fn real_dlsym(void)
 {
 	dlsym_fn f = __atomic_load_n(&real_dlsym_fn, __ATOMIC_ACQUIRE);
 	if (f != NULL)
 		return f;
-	static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"};
-	for (size_t i = 0; f == NULL && i < sizeof versions / sizeof versions[0]; i++)
-		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+	f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", GLIBC_BASE);
 	__atomic_store_n(&real_dlsym_fn, f, __ATOMIC_RELEASE);
 	return f;
 }
@@ -123,12 +136,20 @@ static int slot_by_name(const char *name)
 EXPORT void *dlsym(void *handle, const char *name)
 {
 	dlsym_fn d = real_dlsym();
-	if (d == NULL)
+	if (__builtin_expect(d == NULL, 0))
 		return NULL;
+	/* RTLD_NEXT and RTLD_DEFAULT mean "after the caller" and "in the
+	 * caller's namespace", and glibc takes the caller from dlsym's return
+	 * address. A tail call leaves the program's return address in place,
+	 * so glibc sees the real caller, not the shim: a library chaining
+	 * dlsym(RTLD_NEXT, "getpid") gets the next getpid, not its own. These
+	 * lookups are never wrapped either: global-scope lookups already find
+	 * the shim's wrappers first. TestDlsymNextChains fails if the compiler
+	 * ever stops emitting a jump here. */
+	if (handle == RTLD_NEXT || handle == RTLD_DEFAULT)
+		return d(handle, name);
 	void *r = d(handle, name);
-	/* Global-scope lookups already find the shim first; RTLD_NEXT from
-	 * elsewhere must get exactly what the caller asked for. */
-	if (r == NULL || handle == RTLD_DEFAULT || handle == RTLD_NEXT)
+	if (r == NULL)
 		return r;
 	int s = slot_by_name(name);
 	return s < 0 ? r : adopt((enum slot_id)s, r);

@@ -7,6 +7,7 @@
 #define MIGPRO_SHIM_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -45,6 +46,22 @@ enum slot_id {
 /* shim_real returns the real entry point of a slot, resolving it with
  * dlsym(RTLD_NEXT) the first time, or NULL when there is none. */
 void *shim_real(enum slot_id s);
+
+/* Set-up and socket (sock.c). shim_init is idempotent and thread-safe;
+ * shim_init_state is 2 once it is done. shim_socket returns the fd to send
+ * on, reopening the socket when the program closed the shim's fd or put
+ * something else on its number: -1 when none is usable now, -2 when the
+ * socket path is unusable. */
+extern int shim_init_state;
+extern unsigned long long shim_interval_ns;
+extern pid_t shim_owner_pid;
+void shim_init(void);
+int shim_socket(void);
+int shim_sendto(int fd, const void *m, size_t n);
+
+/* Zeroes the counters and size tables (migpro_shim.c); the fork child's
+ * handler calls it. */
+void shim_reset_counters(void);
 
 /* The wrappers (migpro_shim.c). */
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);

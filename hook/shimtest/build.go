@@ -15,6 +15,9 @@ import (
 // exercise the library that ships.
 var ShimCFLAGS = []string{"-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fvisibility=hidden"}
 
+// ShimLIBS are the libraries mk/hook.mk links the shim with (SHIM_LIBS).
+var ShimLIBS = []string{"-Wl,--no-as-needed", "-l:libdl.so.2"}
+
 // Artifacts are the built files, all in Dir.
 type Artifacts struct {
 	Dir     string
@@ -23,6 +26,7 @@ type Artifacts struct {
 	Pattern string // scripted allocator, rpath $ORIGIN
 	Bench   string // overhead benchmark, rpath $ORIGIN
 	Flood   string // garbage flooder for hostile-input tests
+	Chain   string // chainprog: a program whose library chains dlsym(RTLD_NEXT), rpath $ORIGIN
 }
 
 // SourceDir is hook/ in the source tree.
@@ -36,6 +40,26 @@ func SourceDir() (string, error) {
 
 // Build compiles everything into dir.
 func Build(dir string) (Artifacts, error) {
+	a, err := BuildPrograms(dir, nil)
+	if err != nil {
+		return a, err
+	}
+	src, err := SourceDir()
+	if err != nil {
+		return a, err
+	}
+	shimSrc, err := filepath.Glob(filepath.Join(src, "shim", "*.c"))
+	if err != nil || len(shimSrc) == 0 {
+		return a, fmt.Errorf("shimtest: no shim sources in %s: %v", filepath.Join(src, "shim"), err)
+	}
+	shimArgs := append(append(append([]string{}, ShimCFLAGS...), "-o", a.Shim), shimSrc...)
+	return a, gcc(dir, append(shimArgs, ShimLIBS...))
+}
+
+// BuildPrograms compiles the stub libcuda and the test programs into dir,
+// with extra flags first on every gcc line (a sysroot, say), but not the
+// shim: Build adds it, built as it ships.
+func BuildPrograms(dir string, extra []string) (Artifacts, error) {
 	src, err := SourceDir()
 	if err != nil {
 		return Artifacts{}, err
@@ -47,22 +71,13 @@ func Build(dir string) (Artifacts, error) {
 	a := Artifacts{
 		Dir: dir, Shim: filepath.Join(dir, "libmigpro-shim.so"), Stub: filepath.Join(dir, "libcuda.so.1"),
 		Pattern: filepath.Join(dir, "pattern"), Bench: filepath.Join(dir, "bench"), Flood: filepath.Join(dir, "flood"),
+		Chain: filepath.Join(dir, "chainprog"),
 	}
-	shimSrc, err := filepath.Glob(filepath.Join(src, "shim", "*.c"))
-	if err != nil || len(shimSrc) == 0 {
-		return a, fmt.Errorf("shimtest: no shim sources in %s: %v", filepath.Join(src, "shim"), err)
-	}
-	shimArgs := append(append(append([]string{}, ShimCFLAGS...), "-o", a.Shim), shimSrc...)
-	steps := [][]string{
-		append(shimArgs, "-ldl"),
-		// -Bsymbolic: like the real driver, the stub's own references to its
-		// entry points (what cuGetProcAddress hands out) are not interposable.
-		{"-O2", "-Wall", "-fPIC", "-shared", "-Wl,-soname,libcuda.so.1", "-Wl,-Bsymbolic", "-o", a.Stub, filepath.Join(td, "stubcuda.c")},
-	}
-	for _, args := range steps {
-		if err := gcc(dir, args); err != nil {
-			return a, err
-		}
+	with := func(args ...string) []string { return append(append([]string{}, extra...), args...) }
+	// -Bsymbolic: like the real driver, the stub's own references to its
+	// entry points (what cuGetProcAddress hands out) are not interposable.
+	if err := gcc(dir, with("-O2", "-Wall", "-fPIC", "-shared", "-Wl,-soname,libcuda.so.1", "-Wl,-Bsymbolic", "-o", a.Stub, filepath.Join(td, "stubcuda.c"))); err != nil {
+		return a, err
 	}
 	if err := os.Symlink("libcuda.so.1", filepath.Join(dir, "libcuda.so")); err != nil && !errors.Is(err, os.ErrExist) {
 		return a, fmt.Errorf("shimtest: linking libcuda.so: %w", err)
@@ -71,8 +86,10 @@ func Build(dir string) (Artifacts, error) {
 		{"-O2", "-Wall", "-o", a.Pattern, filepath.Join(td, "pattern.c"), "-L" + dir, "-lcuda", "-lpthread", "-ldl", "-Wl,-rpath,$ORIGIN"},
 		{"-O2", "-Wall", "-o", a.Bench, filepath.Join(td, "bench.c"), "-L" + dir, "-lcuda", "-ldl", "-Wl,-rpath,$ORIGIN"},
 		{"-O2", "-Wall", "-o", a.Flood, filepath.Join(td, "flood.c")},
+		{"-O2", "-Wall", "-fPIC", "-shared", "-o", filepath.Join(dir, "libchain.so"), filepath.Join(td, "chain.c"), "-ldl"},
+		{"-O2", "-Wall", "-o", a.Chain, filepath.Join(td, "chainprog.c"), "-L" + dir, "-Wl,--no-as-needed", "-lchain", "-ldl", "-Wl,-rpath,$ORIGIN"},
 	} {
-		if err := gcc(dir, args); err != nil {
+		if err := gcc(dir, with(args...)); err != nil {
 			return a, err
 		}
 	}

@@ -126,20 +126,25 @@ func testExactCounts(t *testing.T, via string) {
 	}
 }
 
-// Each new peak is reported as it happens, not only at the interval.
-func TestShimSendsEveryPeak(t *testing.T) {
+// New peaks respect the interval: inside one, a peak is only marked; the
+// next call after the interval sends it (flagged), and the exit sample
+// carries the final one.
+func TestShimPeaksRespectInterval(t *testing.T) {
 	a := artifacts(t)
-	s, ep := service(t)
-	runPattern(t, a, ep.Socket, "alloc:10", "alloc:20", "free:0", "alloc:5", "alloc:30")
-	waitTop(t, s, func(e telemetry.TopEntry) bool { return e.Processes == 0 && e.Samples > 0 })
+	l := listen(t)
+	runRaw(t, a, l.path, nil, "alloc:10", "alloc:20", "grow:100:50:0", "sleep:150", "alloc:5", "free:0")
+	msgs := l.wait(t, func(ms []telemetry.Message) bool { return len(ms) > 0 && ms[len(ms)-1].Flags&flagExit != 0 })
 	var peaks []uint64
-	for _, smp := range s.Samples("ctr") {
-		if len(peaks) == 0 || smp.PeakBytes != peaks[len(peaks)-1] {
-			peaks = append(peaks, smp.PeakBytes)
-		}
+	for _, m := range msgs {
+		peaks = append(peaks, m.Peak)
 	}
-	if want := []uint64{10, 30, 55}; !slices.Equal(peaks, want) {
-		t.Errorf("peaks seen %v, want %v", peaks, want)
+	// The first allocation sends at once; the next 51 fall inside the
+	// interval; the one after the sleep sends the peak they built; exit.
+	if want := []uint64{10, 5035, 5035}; !slices.Equal(peaks, want) {
+		t.Fatalf("peaks sent %v, want %v (messages %+v)", peaks, want, msgs)
+	}
+	if msgs[1].Flags&flagPeak == 0 || msgs[1].Current != 5035 || msgs[2].Current != 5025 || msgs[2].Allocs != 53 || msgs[2].Frees != 1 {
+		t.Fatalf("messages %+v", msgs)
 	}
 }
 
@@ -160,34 +165,59 @@ func TestShimWithoutAgentOrCUDA(t *testing.T) {
 	}
 }
 
-// BenchmarkShimAllocFreePair reports, from one run, a cuMemAlloc_v2 +
-// cuMemFree_v2 pair through the stub alone and through shim + stub (fastest
-// of interleaved blocks); overhead-ns/pair is the target (< 100).
-func BenchmarkShimAllocFreePair(b *testing.B) {
-	a := artifacts(b)
-	ep, err := telemetrytest.New(b).Register(telemetry.Registration{ID: "bench"})
+// shimCost runs the bench program once: per cuMemAlloc_v2 + cuMemFree_v2
+// pair and per growing allocation (each a new peak), through the stub alone
+// and through shim + stub, fastest of interleaved blocks, in one process.
+type shimCost struct{ stubPair, shimPair, stubGrow, shimGrow float64 }
+
+func measureShimCost(tb testing.TB, blocks, pairs, grows int) shimCost {
+	tb.Helper()
+	a := artifacts(tb)
+	ep, err := telemetrytest.New(tb).Register(telemetry.Registration{ID: "bench"})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	per := max(b.N/10, 1000)
-	cmd := exec.Command(a.Bench, "10", strconv.Itoa(per))
+	cmd := exec.Command(a.Bench, strconv.Itoa(blocks), strconv.Itoa(pairs), strconv.Itoa(grows))
 	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + ep.Socket}
 	out, err := cmd.Output()
 	if err != nil {
-		b.Fatalf("bench: %v", err)
+		tb.Fatalf("bench: %v", err)
 	}
 	f := strings.Fields(string(out))
-	if len(f) != 2 {
-		b.Fatalf("bench output %q", out)
+	var v [4]float64
+	if len(f) != 4 {
+		tb.Fatalf("bench output %q", out)
 	}
-	stub, err1 := strconv.ParseFloat(f[0], 64)
-	shim, err2 := strconv.ParseFloat(f[1], 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("bench output %q", out)
+	for i := range v {
+		if v[i], err = strconv.ParseFloat(f[i], 64); err != nil {
+			tb.Fatalf("bench output %q", out)
+		}
 	}
-	b.ReportMetric(stub, "stub-ns/pair")
-	b.ReportMetric(shim, "shim-ns/pair")
-	b.ReportMetric(shim-stub, "overhead-ns/pair")
+	return shimCost{v[0], v[1], v[2], v[3]}
+}
+
+// BenchmarkShimAllocFreePair reports, from one run, the cost per
+// alloc+free pair and per growing allocation, without and with the shim,
+// and the ratios (the target for growing allocations is at most 2).
+func BenchmarkShimAllocFreePair(b *testing.B) {
+	c := measureShimCost(b, 10, max(b.N/10, 1000), 2000)
+	b.ReportMetric(c.stubPair, "stub-ns/pair")
+	b.ReportMetric(c.shimPair, "shim-ns/pair")
+	b.ReportMetric(c.shimPair/c.stubPair, "pair-ratio")
+	b.ReportMetric(c.stubGrow, "stub-ns/grow")
+	b.ReportMetric(c.shimGrow, "shim-ns/grow")
+	b.ReportMetric(c.shimGrow/c.stubGrow, "grow-ratio")
+}
+
+// Growing allocations, each a new peak, cost at most twice what they cost
+// without the shim, measured in one run.
+func TestShimGrowCost(t *testing.T) {
+	c := measureShimCost(t, 10, 20000, 2000)
+	t.Logf("pair: %.1f ns without the shim, %.1f with; growing allocation: %.1f ns without, %.1f with (%.2fx)",
+		c.stubPair, c.shimPair, c.stubGrow, c.shimGrow, c.shimGrow/c.stubGrow)
+	if c.shimGrow > 2*c.stubGrow {
+		t.Fatalf("a growing allocation costs %.1f ns with the shim, %.1f without: more than 2x", c.shimGrow, c.stubGrow)
+	}
 }
 
 // The Makefile builds the shipped shim; these tests build their own. Both

@@ -8,6 +8,14 @@
  *   threads:T:K:N                               T threads, each K alloc/free pairs of N bytes
  *   grow:N:C:MS                                 C allocations of N bytes, MS ms apart; after each
  *                                               prints "grow I/C live=BYTES" (live: all held bytes)
+ *   fork:N                                      a child allocates N, frees it, allocates N/2
+ *                                               and exits (normally); prints "child PID"
+ *   forkthreads:T:K:N:F                         T threads of K alloc/free pairs of N bytes
+ *                                               while the main thread forks F such children
+ *   hijack:PORT                                 closes every fd above 2, connects to
+ *                                               127.0.0.1:PORT and dup2s the connection onto
+ *                                               each number that held a socket; prints
+ *                                               "sockets N first FD cloexec C"
  * Exits 1 with a message on any driver error.
  *
  * PATTERN_VIA picks how the driver is reached, as real programs do:
@@ -17,8 +25,15 @@
  *                   does (stream-ordered calls in their per-thread variant)
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,12 +170,69 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static pid_t fork_child(size_t n)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (pid == 0) {
+		CUdeviceptr p;
+		check(api.alloc(&p, n), "child alloc");
+		check(api.free(p), "child free");
+		check(api.alloc(&p, n / 2), "child alloc");
+		exit(0);
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "child %d failed: status %d\n", (int)pid, st);
+		exit(1);
+	}
+}
+
+static void hijack(int port)
+{
+	int first = -1, n = 0, cloexec = 0, is_sock[4096] = {0};
+	for (int fd = 3; fd < 4096; fd++) {
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+			is_sock[fd] = 1;
+			if (first < 0) {
+				first = fd;
+				cloexec = (fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0;
+			}
+			n++;
+		}
+		close(fd);
+	}
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (c < 0 || connect(c, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		perror("connect");
+		exit(1);
+	}
+	for (int fd = 3; fd < 4096; fd++)
+		if (is_sock[fd] && fd != c && dup2(c, fd) < 0) {
+			perror("dup2");
+			exit(1);
+		}
+	printf("sockets %d first %d cloexec %d\n", n, first, cloexec);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	resolve(getenv("PATTERN_VIA"));
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i];
-		unsigned long long x = 0, y = 0, z = 0;
+		unsigned long long x = 0, y = 0, z = 0, w = 0;
 		CUdeviceptr p = 0;
 		char kind = 0;
 		if (sscanf(a, "grow:%llu:%llu:%llu", &x, &y, &z) == 3) {
@@ -202,6 +274,24 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "info") == 0) {
 			size_t f, t;
 			check(api.info(&f, &t), a);
+		} else if (sscanf(a, "forkthreads:%llu:%llu:%llu:%llu", &x, &y, &z, &w) == 4) {
+			pthread_t th[64];
+			struct job j = {(long)y, (size_t)z};
+			if (x > 64)
+				x = 64;
+			for (unsigned long long t = 0; t < x; t++)
+				pthread_create(&th[t], NULL, worker, &j);
+			for (unsigned long long f = 0; f < w; f++)
+				reap(fork_child((size_t)z));
+			for (unsigned long long t = 0; t < x; t++)
+				pthread_join(th[t], NULL);
+		} else if (sscanf(a, "fork:%llu", &x) == 1) {
+			pid_t pid = fork_child((size_t)x);
+			printf("child %d\n", (int)pid);
+			fflush(stdout);
+			reap(pid);
+		} else if (sscanf(a, "hijack:%llu", &x) == 1) {
+			hijack((int)x);
 		} else if (sscanf(a, "sleep:%llu", &x) == 1) {
 			pause_ms(x);
 		} else if (sscanf(a, "threads:%llu:%llu:%llu", &x, &y, &z) == 3) {
