@@ -33,7 +33,6 @@ type Agent struct {
 	cfg  Config
 	log  logrus.FieldLogger
 	node gpu.Node
-	sim  *simgpu.Node // set when simulating, for the test-driver API
 	part *partitioner.Partitioner
 	cdi  *cdi.Writer
 	ckpt *checkpointStore
@@ -156,7 +155,7 @@ func (a *Agent) openNode() error {
 	if err != nil {
 		return fmt.Errorf("simulated GPUs: %w", err)
 	}
-	a.node, a.sim = n, n
+	a.node = n
 	return nil
 }
 
@@ -230,12 +229,6 @@ func (a *Agent) cdiName(uuid string) (string, bool) {
 	defer a.mu.Unlock()
 	n, ok := a.cdiNames[uuid]
 	return n, ok
-}
-
-func (a *Agent) healthy(in partitioner.Instance) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.healthyLocked(in)
 }
 
 // healthyLocked is healthy for callers that hold a.mu.

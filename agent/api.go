@@ -52,9 +52,10 @@ func (a *Agent) listenAPI() (*apiServer, error) {
 func (s *apiServer) serve(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// ctx has ended: shutdown gets a fresh, bounded context of its own.
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		s.srv.Shutdown(shut)
+		_ = s.srv.Shutdown(shut)
 	}()
 	err := s.srv.Serve(s.ln)
 	os.Remove(s.a.cfg.Socket)

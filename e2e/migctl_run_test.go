@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -241,7 +242,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 
 	t.Run("exit code", func(t *testing.T) {
 		out, err := migctl("exit7", "--profile", "1g.5gb", harness.BusyboxImageName, "sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; exit 7").Output()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 7 {
 			t.Errorf("migctl run: %v, want exit 7", err)
 		}
 		if !strings.HasPrefix(string(out), "MIG-") {
@@ -252,7 +253,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 
 	t.Run("unknown profile", func(t *testing.T) {
 		out, err := migctl("bad", "--profile", "9g.1tb", harness.BusyboxImageName, "true").CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "offered: [") {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "offered: [") {
 			t.Errorf("migctl run: %v: %s; want exit 2 with the offered profiles", err, out)
 		}
 		nothingLeft(t)
@@ -270,7 +271,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err := migctl("taken", "--profile", "1g.5gb", harness.BusyboxImageName, "true").CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), `container "taken" already exists`) {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), `container "taken" already exists`) {
 			t.Errorf("migctl run: %v: %s; want exit 1, id in use", err, out)
 		}
 		if _, err := c.Client.LoadContainer(ctx, "taken"); err != nil {
@@ -299,7 +300,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // let the task start
 		cmd.Process.Signal(syscall.SIGINT)
 		err := cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 130 {
 			t.Errorf("migctl run: %v, want exit 130\n%s", err, stderr.String())
 		}
 		if !strings.Contains(stderr.String(), "interrupted: stopping sleeper") {

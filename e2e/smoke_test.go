@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
-	cdilib "tags.cncf.io/container-device-interface/pkg/cdi"
 	cdispecs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/e2e/harness"
@@ -55,7 +54,7 @@ func writeSmokeSpec(t *testing.T, dir string) {
 			},
 		}},
 	}
-	v, err := cdilib.MinimumRequiredVersion(spec)
+	v, err := cdispecs.MinimumRequiredVersion(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

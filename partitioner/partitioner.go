@@ -64,7 +64,6 @@ type config struct {
 	hooks   Hooks
 	log     logrus.FieldLogger
 	busy    func(context.Context, Instance) (bool, error)
-	adopt   bool
 }
 
 // WithPolicy sets the placement policy (default Reachability).
@@ -92,7 +91,7 @@ func WithBusyCheck(f func(context.Context, Instance) (bool, error)) Option {
 // records); half-made ones (a GPU instance without its compute instance) are
 // rolled back.
 func New(node gpu.Node, opts ...Option) (*Partitioner, error) {
-	cfg := config{policy: Reachability{}, log: logrus.StandardLogger(), adopt: true}
+	cfg := config{policy: Reachability{}, log: logrus.StandardLogger()}
 	for _, o := range opts {
 		o(&cfg)
 	}

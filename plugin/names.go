@@ -36,7 +36,7 @@ func validDomain(d string) bool {
 		return false
 	}
 	for _, c := range d {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '.' {
 			return false
 		}
 	}

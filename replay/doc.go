@@ -1,4 +1,4 @@
-// Package simulate is a discrete-event simulator that replays MIG workloads
+// Package replay is a discrete-event simulator that replays MIG workloads
 // under several placement policies and reports, side by side, what each one
 // costs: makespan, throughput, job completion times, memory utilisation,
 // reconfigurations and work lost to OOM restarts, against a lower bound.

@@ -33,7 +33,7 @@ func newRig() *rig {
 	}}
 }
 
-func (r *rig) start(t *testing.T, ctx context.Context) <-chan runOut {
+func (r *rig) start(ctx context.Context, t *testing.T) <-chan runOut {
 	t.Helper()
 	rn, err := New(r.a, r.e, r.cfg)
 	if err != nil {
@@ -72,7 +72,7 @@ func (r *rig) checkJournal(t *testing.T, want ...string) {
 // container and instance are gone afterwards.
 func TestRunReturnsExitCodeAndCleansUp(t *testing.T) {
 	r := newRig()
-	out := r.start(t, context.Background())
+	out := r.start(context.Background(), t)
 	c := r.e.waitStarted(t)
 	if c.ID != "job" || c.Image != "img" || c.Device != "dev0" || !slices.Equal(c.Args, r.cfg.Args) {
 		t.Errorf("started %+v", c)
@@ -89,7 +89,7 @@ func TestRunReturnsExitCodeAndCleansUp(t *testing.T) {
 // scratch as job-r1 on the recommended profile, which it then finishes on.
 func TestMarkRestartsOnRecommendedProfile(t *testing.T) {
 	r := newRig()
-	out := r.start(t, context.Background())
+	out := r.start(context.Background(), t)
 	r.e.waitStarted(t)
 	r.a.mu.Lock()
 	r.a.usage["job"] = Usage{Current: 4276 << 20, Capacity: 4864 << 20}
@@ -120,7 +120,7 @@ func TestRestartsFallBackToNextLargerAndStopAtTheBound(t *testing.T) {
 	r := newRig()
 	r.cfg.MaxRestarts = 2
 	r.a.offered = []string{"1g.5gb", "1g.5gb+me", "2g.10gb", "1g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}
-	out := r.start(t, context.Background())
+	out := r.start(context.Background(), t)
 	r.e.waitStarted(t)
 	r.a.mark("job", predictor.Decision{Forecast: 6 << 30})
 	if c := r.e.waitStarted(t); c.ID != "job-r1" {
@@ -177,7 +177,7 @@ func TestMarkWithoutRestartLetsItRun(t *testing.T) {
 			r := newRig()
 			r.cfg.MaxRestarts = tc.max
 			r.a.offered = tc.offered
-			out := r.start(t, context.Background())
+			out := r.start(context.Background(), t)
 			r.e.waitStarted(t)
 			r.a.mark("job", tc.d)
 			deadline := time.Now().Add(5 * time.Second)
@@ -202,7 +202,7 @@ func TestMarksOfOtherContainersAreIgnored(t *testing.T) {
 	r := newRig()
 	r.a.mark("other", predictor.Decision{Profile: "7g.40gb"})
 	r.a.mark("jobx", predictor.Decision{Profile: "7g.40gb"})
-	out := r.start(t, context.Background())
+	out := r.start(context.Background(), t)
 	r.e.waitStarted(t)
 	waitReads(t, r.a, 5)
 	r.e.exit("job", 0)
@@ -235,7 +235,7 @@ func TestInterruptStopsRemovesAndFrees(t *testing.T) {
 	r.e.ignoreTERM = true
 	r.cfg.StopTimeout = 30 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	out := r.start(t, ctx)
+	out := r.start(ctx, t)
 	r.e.waitStarted(t)
 	cancel()
 	o := wait(t, out)
@@ -254,7 +254,7 @@ func TestInterruptStopsRemovesAndFrees(t *testing.T) {
 func TestRestartAllocFailureLeavesNothing(t *testing.T) {
 	r := newRig()
 	r.a.allocErr["1g.10gb"] = errors.New("1g.10gb: must wait for free capacity")
-	out := r.start(t, context.Background())
+	out := r.start(context.Background(), t)
 	r.e.waitStarted(t)
 	r.a.mark("job", predictor.Decision{Profile: "1g.10gb"})
 	o := wait(t, out)
@@ -270,7 +270,7 @@ func TestRestartAllocFailureLeavesNothing(t *testing.T) {
 func TestFailuresBeforeRunning(t *testing.T) {
 	r := newRig()
 	r.e.prepareErr = errors.New("not found")
-	o := wait(t, r.start(t, context.Background()))
+	o := wait(t, r.start(context.Background(), t))
 	if o.err == nil || o.err.Error() != "image img: not found" {
 		t.Errorf("error %v", o.err)
 	}
@@ -278,7 +278,7 @@ func TestFailuresBeforeRunning(t *testing.T) {
 
 	r = newRig()
 	r.e.startErr = errors.New("no such CDI device")
-	o = wait(t, r.start(t, context.Background()))
+	o = wait(t, r.start(context.Background(), t))
 	if o.err == nil || o.err.Error() != "start container job on 1g.5gb: no such CDI device" {
 		t.Errorf("error %v", o.err)
 	}
@@ -286,7 +286,7 @@ func TestFailuresBeforeRunning(t *testing.T) {
 
 	r = newRig()
 	r.a.allocErr["1g.5gb"] = errors.New("unknown profile")
-	o = wait(t, r.start(t, context.Background()))
+	o = wait(t, r.start(context.Background(), t))
 	if o.err == nil || o.err.Error() != "unknown profile" {
 		t.Errorf("error %v", o.err)
 	}
@@ -298,7 +298,7 @@ func TestFailuresBeforeRunning(t *testing.T) {
 func TestUnreadableMarksKeepTheContainerRunning(t *testing.T) {
 	r := newRig()
 	r.a.marksErr = errors.New("connection refused")
-	out := r.start(t, context.Background())
+	out := r.start(context.Background(), t)
 	r.e.waitStarted(t)
 	time.Sleep(50 * time.Millisecond) // about ten failed polls
 	r.a.mu.Lock()
@@ -337,7 +337,7 @@ func TestEndedContainerIsNotRestarted(t *testing.T) {
 	r := newRig()
 	r.a.mark("job", predictor.Decision{Profile: "1g.10gb"})
 	r.a.onMarks = func() { r.e.exit("job", 0) }
-	o := wait(t, r.start(t, context.Background()))
+	o := wait(t, r.start(context.Background(), t))
 	if o.err != nil || o.res != (Result{Code: 0, Profile: "1g.5gb"}) {
 		t.Fatalf("result %+v, %v", o.res, o.err)
 	}

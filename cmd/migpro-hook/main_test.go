@@ -39,7 +39,7 @@ func hookBinary(tb testing.TB) string {
 		cmd := exec.Command("go", "build", "-o", binPath, ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+			binErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if binErr != nil {

@@ -164,7 +164,7 @@ func (cl *Cluster) WaitNodeReady(t testing.TB, name string, timeout time.Duratio
 					return n
 				}
 				if c.Type == corev1.NodeReady {
-					lastErr = fmt.Errorf("Ready=%s: %s", c.Status, c.Message)
+					lastErr = fmt.Errorf("node condition Ready=%s: %s", c.Status, c.Message)
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -180,7 +181,7 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	cerr := tmp.Close()
 	if err := os.Chmod(tmp.Name(), mode); err != nil || werr != nil || cerr != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %v %v %v", path, werr, cerr, err)
+		return fmt.Errorf("write %s: %w", path, errors.Join(werr, cerr, err))
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
@@ -225,7 +226,7 @@ func writeImages(dir string) error {
 		"github.com/migpro/migpro/e2e/harness/pause")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build pause: %v: %s", err, out)
+		return fmt.Errorf("build pause: %w: %s", err, out)
 	}
 	if err := WriteOCIArchive(filepath.Join(dir, "pause.tar"), ImageSpec{
 		Name: PauseImageName, Rootfs: pauseRoot, Entrypoint: []string{"/pause"},

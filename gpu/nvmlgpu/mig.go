@@ -20,12 +20,12 @@ type migDevice struct {
 // memory, and its index is unrelated to the instance ids, so it is found by
 // walking every index.
 func (d *Device) migDevices() (map[migKey]migDevice, error) {
-	max, ret := d.handle.GetMaxMigDeviceCount()
+	count, ret := d.handle.GetMaxMigDeviceCount()
 	if ret != nvml.SUCCESS {
 		return nil, driverError(fmt.Sprintf("count MIG devices of GPU %d", d.index), ret)
 	}
-	out := make(map[migKey]migDevice, max)
-	for i := 0; i < max; i++ {
+	out := make(map[migKey]migDevice, count)
+	for i := 0; i < count; i++ {
 		h, ret := d.handle.GetMigDeviceHandleByIndex(i)
 		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
 			// Indices are sparse: an empty one just has no instance behind it.

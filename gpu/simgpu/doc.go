@@ -1,4 +1,4 @@
-// Package sim is a simulated MIG node. It builds an nvml.Interface out of
+// Package simgpu is a simulated MIG node. It builds an nvml.Interface out of
 // go-nvml's mock types and the mock's per-model profile tables, adds the
 // driver's refusals the mock lacks, and hands that interface to the nvmlgpu
 // adapter, so a simulated node runs exactly the adapter code a real one runs.

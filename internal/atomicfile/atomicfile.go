@@ -30,7 +30,7 @@ func WriteFile(path string, data []byte, perm os.FileMode, opt Options) (err err
 	}
 	defer func() {
 		if err != nil {
-			os.Remove(tmp.Name())
+			_ = os.Remove(tmp.Name()) // the write already failed; this only tidies
 		}
 	}()
 	if _, err = tmp.Write(data); err == nil {
@@ -62,8 +62,8 @@ func WriteFile(path string, data []byte, perm os.FileMode, opt Options) (err err
 // durability, never atomicity, so it is not reported.
 func SyncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+		_ = d.Sync()
+		_ = d.Close()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/migpro/migpro/telemetry"
 )
@@ -30,7 +31,7 @@ func Serve(tb testing.TB, opts ...telemetry.Option) (*telemetry.Service, string)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := &http.Server{Handler: s.Handler()}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(l)
 	tb.Cleanup(func() { srv.Close() })
 	return s, sock
