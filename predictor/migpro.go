@@ -20,7 +20,9 @@ type migpro struct {
 	head   int     // next slot to write
 	count  int
 	sinceR int // samples since the fits were last rebuilt from the ring
+	// streak counts consecutive bins with a hit; hitBin is the last one.
 	streak int
+	hitBin int64
 	sc     [scales]scale
 }
 
@@ -53,7 +55,7 @@ const (
 )
 
 func newMigpro(window int) *migpro {
-	m := &migpro{ring: make([]point, window)}
+	m := &migpro{ring: make([]point, window), hitBin: -2}
 	for i := range m.sc {
 		m.sc[i].size = max(quarters+1, window>>i)
 	}
@@ -87,6 +89,24 @@ func (m *migpro) push(t, y, raw float64) {
 	}
 }
 
+// replace overwrites the newest point: a later sample in the same time bin.
+func (m *migpro) replace(t, y, raw float64) {
+	n := len(m.ring)
+	i := (m.head - 1 + n) % n
+	old := m.ring[i]
+	for k := range m.sc {
+		s := &m.sc[k]
+		s.fit.remove(old.t, old.y)
+		s.fit.add(t, y)
+		s.raw.remove(old.t, old.raw)
+		s.raw.add(t, raw)
+	}
+	m.ring[i] = point{t, y, raw}
+	if m.sinceR++; m.sinceR >= refreshEvery {
+		m.rebuild()
+	}
+}
+
 func (m *migpro) rebuild() {
 	for i := range m.sc {
 		s := &m.sc[i]
@@ -102,13 +122,17 @@ func (m *migpro) rebuild() {
 }
 
 func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
-	m.push(s.T, p.peak, float64(s.Used))
+	if p.newBin {
+		m.push(s.T, p.peak, p.binRaw)
+	} else {
+		m.replace(s.T, p.peak, p.binRaw)
+	}
 	capacity := float64(p.cfg.Capacity)
 	if p.peak >= capacity {
 		// Already at the limit: nothing to forecast, no reason to wait.
 		return m.decide(p, &m.sc[0], s.T, verdict{target: s.T, reason: ReasonOverCapacity})
 	}
-	if p.n < p.cfg.MinSamples {
+	if p.bins < p.cfg.MinSamples {
 		m.streak = 0
 		return Decision{}, false
 	}
@@ -121,12 +145,21 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 		if !hit {
 			continue
 		}
-		if m.streak++; m.streak < p.cfg.Persist {
+		if p.bin != m.hitBin {
+			if p.bin == m.hitBin+1 {
+				m.streak++
+			} else {
+				m.streak = 1
+			}
+			m.hitBin = p.bin
+		}
+		if m.streak < p.cfg.Persist {
 			return Decision{}, false
 		}
 		return m.decide(p, sc, s.T, v)
 	}
-	m.streak = 0
+	// No reset here: a bin without a hit breaks the run of consecutive bins
+	// above, however many samples it holds.
 	return Decision{}, false
 }
 

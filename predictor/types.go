@@ -48,7 +48,15 @@ type Config struct {
 	// Default Z99.
 	Z float64
 
-	// MinSamples is the number of samples before any mark. Default 16 for
+	// Bin is the time bin, in T units, over which migpro's windows count:
+	// every sample within one bin updates one point (the peak so far and the
+	// bin's largest usage), so MinSamples, Window and Persist are numbers of
+	// bins, spans of time, and a 10 Hz series is read as its 1 Hz one is.
+	// Default 1 (one second when T is seconds; one iteration for the
+	// iteration-indexed traces, which have one sample per bin).
+	Bin float64
+
+	// MinSamples is the number of samples (bins, for migpro) before any mark. Default 16 for
 	// migpro: a ramp that stops after 15 samples (the first tooth of the
 	// sawtooth trace) is indistinguishable from growth while it lasts, and at
 	// 12 every seeded sawtooth was marked. Default 3 for the baseline, which
@@ -132,6 +140,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ConvergeTol == 0 {
 		c.ConvergeTol = 0.05
+	}
+	if c.Bin == 0 {
+		c.Bin = 1
+	}
+	if !(c.Bin > 0) || math.IsInf(c.Bin, 0) {
+		return c, fmt.Errorf("predictor: bin %v must be a positive number", c.Bin)
 	}
 	if c.Window == 0 {
 		c.Window = 48
