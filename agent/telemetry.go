@@ -191,7 +191,9 @@ func (w *watch) startPredictor(id string) error {
 	for _, p := range profiles {
 		sizes = append(sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
 	}
-	return w.tracker.Start(id, predictor.Config{Capacity: total, Profiles: sizes})
+	// T is seconds since the container registered, so the series includes
+	// model loading: give it the loading grace.
+	return w.tracker.Start(id, predictor.Config{Capacity: total, Profiles: sizes, LoadGrace: predictor.DefaultLoadGrace})
 }
 
 // Marks returns the containers marked so far, by container id.

@@ -48,6 +48,9 @@ const (
 	// decelRatio: a window whose slope is under this share of the rise over
 	// the span just before it is the tail of a warm-up, not a trend.
 	decelRatio = 0.75
+	// jumpShare is the largest share of a window's rise its newest quarter
+	// may hold; linear growth puts a quarter there.
+	jumpShare = 0.6
 	// refreshEvery bounds rounding drift from add/remove on long runs. A
 	// rebuild costs about 2·Window operations, so per sample the cost stays
 	// O(1) amortised.
@@ -182,7 +185,11 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first
-	lead := max(p.cfg.MinLead, p.cfg.LeadFactor*elapsed)
+	factor := p.cfg.LeadFactor
+	if elapsed < p.cfg.LoadGrace {
+		factor = min(factor, p.cfg.LoadLeadFactor)
+	}
+	lead := max(p.cfg.MinLead, factor*elapsed)
 	tto := max(0, (capacity-upper(now))/sc.fit.slope())
 	// With no horizon the size to readmit on is a guess: expect the run to
 	// last as long again as it has, and at least until the crossing.
@@ -231,6 +238,12 @@ func (m *migpro) risesEachQuarter(sc *scale, a float64) bool {
 		return false
 	}
 	newer := m.back(0)
+	// One step that dominates the window (a one-shot preallocation: vLLM's
+	// KV cache, a pool reserved at once) is not a trend: the newest quarter
+	// may hold at most jumpShare of the window's rise.
+	if first := m.back(quarters * k); newer.y-first.y > 0 && newer.y-m.back(k).y > jumpShare*(newer.y-first.y) {
+		return false
+	}
 	for i := 1; i <= quarters; i++ {
 		older := m.back(i * k)
 		dt := newer.t - older.t

@@ -87,6 +87,17 @@ type Config struct {
 	// series unmarked.
 	LeadFactor float64
 	MinLead    float64
+	// LoadGrace and LoadLeadFactor cover model loading: for the first
+	// LoadGrace T units the lead is max(MinLead, LoadLeadFactor × elapsed)
+	// instead. A loading ramp that starts at the CUDA context and fills less
+	// than half of the instance then never reaches a mark, whatever its
+	// speed (marking needs the bound to cross capacity within one elapsed
+	// time, i.e. a rise of half the headroom), while growth that keeps going
+	// is still marked with a lead as long as it has been watched. Defaults
+	// 0 (off) and 1; the agent, whose T is seconds since the container
+	// started, sets LoadGrace to DefaultLoadGrace.
+	LoadGrace      float64
+	LoadLeadFactor float64
 	// Scales is how many windows migpro fits at once: Window, Window/2,
 	// Window/4, Window/8. Default 4; 1 fits the longest window only (slower
 	// to see growth that starts late).
@@ -156,6 +167,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LeadFactor == 0 {
 		c.LeadFactor = 3
 	}
+	if c.LoadLeadFactor == 0 {
+		c.LoadLeadFactor = 0.5
+	}
 	if c.Scales == 0 {
 		c.Scales = scales
 	}
@@ -169,13 +183,17 @@ func (c Config) withDefaults() (Config, error) {
 		c.Margin = 0.10
 	}
 	if c.Z < 0 || c.MinSamples < 2 || c.ConvergeWindow < 2 || c.ConvergeTol < 0 ||
-		c.LeadFactor < 0 || c.MinLead < 0 || c.Persist < 1 || c.Margin < 0 {
+		c.LeadFactor < 0 || c.MinLead < 0 || c.LoadGrace < 0 || c.LoadLeadFactor < 0 || c.Persist < 1 || c.Margin < 0 {
 		return c, fmt.Errorf("predictor: invalid config %+v", c)
 	}
 	return c, nil
 }
 
 const maxConvergeWindow = 16
+
+// DefaultLoadGrace is the loading grace, in seconds, for a series that starts
+// when the container does: long enough for weights read from slow storage.
+const DefaultLoadGrace = 120
 
 // Reason says why a container was marked.
 type Reason string
