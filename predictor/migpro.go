@@ -51,6 +51,11 @@ const (
 	// jumpShare is the largest share of a window's rise its newest quarter
 	// may hold; linear growth puts a quarter there.
 	jumpShare = 0.6
+	// rawZ is the significance asked of the raw usage's slope. It is lower
+	// than the peak's z: under a per-step sawtooth (activations filled and
+	// freed every step) the raw series' residuals are the whole tooth, and at
+	// z 2.576 growth under a sawtooth was seen only at the OOM.
+	rawZ = 1.0
 	// refreshEvery bounds rounding drift from add/remove on long runs. A
 	// rebuild costs about 2·Window operations, so per sample the cost stays
 	// O(1) amortised.
@@ -225,7 +230,7 @@ func (m *migpro) growing(sc *scale, z float64, slopeOnly bool) bool {
 	// The raw usage must trend up too. Growth lifts every sample; the peak
 	// of bounded bursts climbs a staircase of new records while the usage
 	// between bursts stays where it was.
-	if r := sc.raw.slope(); r <= 0 || r < z*sc.raw.slopeSE() {
+	if r := sc.raw.slope(); r <= 0 || r < rawZ*sc.raw.slopeSE() {
 		return false
 	}
 	return true
