@@ -139,6 +139,22 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		return out, fmt.Errorf("readmit %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	msg := fmt.Sprintf("%s; recommended %s for pods of %s", what, out.To, out.Controller)
+	if out.Controller.Kind == "Job" && out.Controller.APIVersion == "batch/v1" {
+		note, ok, err := m.jobEvictionCost(ctx, pod, out.Controller)
+		if err != nil {
+			m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+err.Error())
+			return out, fmt.Errorf("readmit %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if !ok {
+			m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+note)
+			log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; evicting would fail the Job, pod left running")
+			out.Ignored = note
+			return out, nil
+		}
+		if note != "" {
+			msg += "; " + note
+		}
+	}
 	m.event(ctx, pod, corev1.EventTypeWarning, ReasonPredictedOOM, msg+"; evicting")
 	if pod.DeletionTimestamp != nil {
 		out.Evicted = true
