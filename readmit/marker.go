@@ -129,7 +129,13 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		out.Ignored = "pod has no controller"
 		return out, nil
 	}
-	out.Controller = Controller{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID}
+	out.Controller = m.store.Owner(ctx, pod.Namespace, Controller{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID})
+	if reason := m.loops(ctx, pod, mk.ContainerName, from, out); reason != "" {
+		m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, what+"; not evicted: "+reason)
+		log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; not evicted again: " + reason)
+		out.Ignored = reason
+		return out, nil
+	}
 	rule := Rule{Container: mk.ContainerName, From: from, To: out.To, ForecastBytes: mk.ForecastBytes,
 		Reason: mk.Reason, Pod: pod.Name, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second)}
 	if out.Recorded, err = m.store.Record(ctx, pod.Namespace, out.Controller, rule); err != nil {

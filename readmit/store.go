@@ -91,11 +91,17 @@ type Store struct {
 	Client kubernetes.Interface
 }
 
-// Get returns the recommendation for a controller, nil when there is none,
+// Get returns the recommendation for a controller (keyed by its Owner), nil
+// when there is none,
 // when the ConfigMap of that name is not migpro's (it lacks the managed-by
 // and recommendation labels), or when the one stored belongs to an older
 // controller of the same name.
 func (s Store) Get(ctx context.Context, namespace string, c Controller) (*Recommendation, error) {
+	return s.getOwned(ctx, namespace, s.Owner(ctx, namespace, c))
+}
+
+// getOwned is Get for a controller already resolved to its Owner.
+func (s Store) getOwned(ctx context.Context, namespace string, c Controller) (*Recommendation, error) {
 	cm, err := s.Client.CoreV1().ConfigMaps(namespace).Get(ctx, StoreName(c.Kind, c.Name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

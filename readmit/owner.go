@@ -1,0 +1,53 @@
+package readmit
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Owner returns the top-level controller recommendations are keyed by: the
+// Deployment of a ReplicaSet, so that a recommendation survives a rollout
+// (each rollout makes a new ReplicaSet); any other controller (StatefulSet,
+// Job, a bare ReplicaSet) is its own owner. When the ReplicaSet cannot be
+// read (gone, or no permission), c itself is returned: the recommendation is
+// then keyed as before.
+func (s Store) Owner(ctx context.Context, namespace string, c Controller) Controller {
+	if c.Kind != "ReplicaSet" || c.APIVersion != "apps/v1" {
+		return c
+	}
+	rs, err := s.Client.AppsV1().ReplicaSets(namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	if err != nil || rs.UID != c.UID {
+		return c
+	}
+	d := metav1.GetControllerOf(rs)
+	if d == nil || d.Kind != "Deployment" || d.APIVersion != "apps/v1" {
+		return c
+	}
+	return Controller{APIVersion: d.APIVersion, Kind: d.Kind, Name: d.Name, UID: d.UID}
+}
+
+// loops returns why evicting pod would repeat a move that did not happen:
+// the owner already has a rule moving this container off from, recorded for
+// another pod before this one was created, yet this pod still asks for from
+// (the webhook was bypassed or failed open). Evicting again would only
+// restart it on the same profile, so the Marker stops there. "" means no
+// loop.
+func (m *Marker) loops(ctx context.Context, pod *corev1.Pod, container, from string, out Outcome) string {
+	rec, err := m.store.getOwned(ctx, pod.Namespace, out.Controller)
+	if err != nil || rec == nil {
+		return ""
+	}
+	for _, r := range rec.Rules {
+		if r.From != from || (r.Container != "" && r.Container != container) || r.Pod == pod.Name {
+			continue
+		}
+		if !r.At.IsZero() && pod.CreationTimestamp.Time.After(r.At) {
+			return fmt.Sprintf("%s was already moved from %s to %s for the same reason (pod %s), and this pod, created after that, still asks for %s: the readmission webhook did not rewrite it",
+				out.Controller, from, r.To, r.Pod, from)
+		}
+	}
+	return ""
+}
