@@ -121,6 +121,14 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		out.Ignored = "no profile fits the forecast"
 		return out, nil
 	}
+	if ok, err := m.offered(ctx, out.To); err != nil {
+		log.WithError(err).Warn("readmit: cannot tell whether any node offers the recommended profile; going ahead")
+	} else if !ok {
+		m.event(ctx, pod, corev1.EventTypeWarning, ReasonPredictedOOM, fmt.Sprintf("%s; recommended %s, which no node offers: not evicted", what, out.To))
+		log.Warn("readmit: predicted out of memory; no node offers a larger profile, pod left running")
+		out.Ignored = "no node offers " + out.To
+		return out, nil
+	}
 	ctrl := metav1.GetControllerOf(pod)
 	if ctrl == nil {
 		m.event(ctx, pod, corev1.EventTypeWarning, ReasonPredictedOOM, fmt.Sprintf(

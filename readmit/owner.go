@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Owner returns the top-level controller recommendations are keyed by: the
@@ -50,4 +52,33 @@ func (m *Marker) loops(ctx context.Context, pod *corev1.Pod, container, from str
 		}
 	}
 	return ""
+}
+
+// offered reports whether any node of the cluster advertises resource (a
+// node's capacity lists every MIG profile its agent can create). A pod
+// evicted towards a profile no node offers would stay Pending. When no node
+// advertises any MIG resource at all, the capacities say nothing and the
+// answer is true. When the
+// nodes cannot be listed, it answers true with the error, so that a missing
+// permission degrades to the agent's own view rather than to no readmission.
+func (m *Marker) offered(ctx context.Context, resource string) (bool, error) {
+	nodes, err := m.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return true, fmt.Errorf("list nodes: %w", err)
+	}
+	anyMIG := false
+	for _, n := range nodes.Items {
+		for name, q := range n.Status.Capacity {
+			if q.IsZero() || !defaults.IsMIGResource(m.domain, string(name)) {
+				continue
+			}
+			if string(name) == resource {
+				return true, nil
+			}
+			anyMIG = true
+		}
+	}
+	// No node advertises any MIG resource: the capacities say nothing (a
+	// cluster whose device plugins have not registered yet), so do not block.
+	return !anyMIG, nil
 }

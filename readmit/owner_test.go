@@ -7,7 +7,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -84,3 +87,40 @@ func TestMarkerDoesNotMoveTwiceForTheSameReason(t *testing.T) {
 	}
 }
 
+// gpuNode is a node whose capacity lists the MIG profiles in offers.
+func gpuNode(name string, offers ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Capacity: corev1.ResourceList{}}}
+	for _, o := range offers {
+		n.Status.Capacity[corev1.ResourceName(o)] = resource.MustParse("1")
+	}
+	return n
+}
+
+// When nodes advertise MIG profiles but none the recommended one, nothing is
+// evicted and an Event says so; when some node offers it, the pod moves.
+func TestMarkerEvictsOnlyTowardsAnOfferedProfile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		nodes   []*corev1.Node
+		evicted bool
+	}{
+		{"no node offers it", []*corev1.Node{gpuNode(theNode, res1g), gpuNode("other", res1g, res3g)}, false},
+		{"another node offers it", []*corev1.Node{gpuNode(theNode, res1g), gpuNode("other", res2g)}, true},
+		{"no MIG capacity known", []*corev1.Node{gpuNode(theNode)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := []runtime.Object{testPod(true)}
+			for _, n := range tc.nodes {
+				objs = append(objs, n)
+			}
+			cs, m := newMarker(t, objs...)
+			out, err := m.Handle(context.Background(), testMark())
+			if err != nil || out.Evicted != tc.evicted {
+				t.Fatalf("%+v %v, want evicted %v", out, err, tc.evicted)
+			}
+			if !tc.evicted && !strings.Contains(events(t, cs)[ReasonPredictedOOM].Message, "which no node offers: not evicted") {
+				t.Errorf("events %+v", events(t, cs))
+			}
+		})
+	}
+}
