@@ -12,8 +12,12 @@ import (
 type Sample struct {
 	// T is seconds or an iteration index; it must not go backwards.
 	T float64
-	// Used is the memory the program actively holds, the quantity whose
-	// excess causes an OOM (allocated, not the framework's cache).
+	// Used is the memory the GPU instance has given the container, the
+	// quantity whose excess causes an OOM: in the agent, max(shim, NVML),
+	// NVML's used memory (CUDA context plus the framework's pool, PyTorch's
+	// reserved memory, not its allocated memory) and the shim's live
+	// driver-level allocations. A cudaMalloc fails when the instance has no
+	// free memory, whatever the framework keeps cached.
 	Used uint64
 	// Requested is the bytes the program asked its allocator for, when the
 	// shim reports it; zero means unknown. Only the baseline uses it.
