@@ -36,6 +36,9 @@ type Rule struct {
 	Pod           string    `json:"pod,omitempty"`
 	Node          string    `json:"node,omitempty"`
 	At            time.Time `json:"at"`
+	// FitRuns counts the consecutive finished runs whose peak fit From
+	// again (RecordRun); at DecayRuns the rule is dropped.
+	FitRuns int `json:"fitRuns,omitempty"`
 }
 
 // Recommendation is everything recorded for one controller: pods of
