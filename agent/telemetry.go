@@ -192,8 +192,8 @@ func (w *watch) startPredictor(id string) error {
 		sizes = append(sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
 	}
 	// T is seconds since the container registered, so the series includes
-	// model loading: give it the loading grace.
-	return w.tracker.Start(id, predictor.Config{Capacity: total, Profiles: sizes, LoadGrace: predictor.DefaultLoadGrace})
+	// model loading: the settings for seconds (loading grace, 2 s bins).
+	return w.tracker.Start(id, predictor.ForSeconds(predictor.Config{Capacity: total, Profiles: sizes}))
 }
 
 // Marks returns the containers marked so far, by container id.

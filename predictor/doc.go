@@ -20,13 +20,14 @@
 // memory (the CUDA context plus the framework's whole pool, PyTorch's
 // reserved memory) and the shim's is the process's live driver-level
 // allocations; pass the shim's latest requested bytes as Requested, with t
-// in seconds since the container registered, and set LoadGrace to
-// DefaultLoadGrace, since such a series includes model loading. On a mark, annotate and evict the pod with Decision.Profile as
-// the readmission profile; when the container ends, Stop returns its peak for
-// the estimator's history.
+// in seconds since the container registered, and pass the Config through
+// ForSeconds, since such a series includes model loading. On a mark,
+// annotate and evict the pod with Decision.Profile as the readmission
+// profile; when the container ends, Stop returns its peak for the
+// estimator's history.
 //
 //	tr := predictor.NewTracker()
-//	tr.Start(id, predictor.Config{Capacity: usable, Profiles: sizes, ContextBytes: ctx})
+//	tr.Start(id, predictor.ForSeconds(predictor.Config{Capacity: usable, Profiles: sizes, ContextBytes: ctx}))
 //	series.OnSample(func(id string, s telemetry.Sample) {
 //		if d, marked := tr.Observe(id, toSample(s)); marked {
 //			evict(id, d)

@@ -259,7 +259,7 @@ func BenchmarkObserve(b *testing.B) {
 		{"migpro-time-to-oom", predictor.Config{Algorithm: predictor.Migpro}, 0},
 		// The shim's rate: ten samples per one-second bin, nine of them
 		// updating the bin's point in place.
-		{"migpro-time-to-oom-10hz", predictor.Config{Algorithm: predictor.Migpro, LoadGrace: predictor.DefaultLoadGrace}, 10},
+		{"migpro-time-to-oom-10hz", predictor.ForSeconds(predictor.Config{Algorithm: predictor.Migpro}), 10},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			cfg := v.cfg
