@@ -193,7 +193,11 @@ func (w *watch) startPredictor(id string) error {
 	}
 	// T is seconds since the container registered, so the series includes
 	// model loading: the settings for seconds (loading grace, 2 s bins).
-	return w.tracker.Start(id, predictor.ForSeconds(predictor.Config{Capacity: total, Profiles: sizes}))
+	adjust := w.a.cfg.Predictor
+	if adjust == nil {
+		adjust = predictor.ForSeconds
+	}
+	return w.tracker.Start(id, adjust(predictor.Config{Capacity: total, Profiles: sizes}))
 }
 
 // Marks returns the containers marked so far, by container id.
