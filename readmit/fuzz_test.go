@@ -9,8 +9,8 @@ import (
 
 // FuzzRecommendation feeds arbitrary ConfigMap data to the webhook's
 // recommendation parsing (decode, chain lookup, patch building). Whatever the
-// data, the webhook must not panic, must always allow, and any patch may only
-// swap a container's MIG resource for a known profile and set its annotation.
+// data, it must not panic, and any patch may only swap a container's MIG
+// resource for a known profile and set the readmitted annotation.
 func FuzzRecommendation(f *testing.F) {
 	seed := func(rules ...Rule) string {
 		b, _ := json.Marshal(Recommendation{Controller: testCtrl, Rules: rules})
@@ -27,23 +27,21 @@ func FuzzRecommendation(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data string) {
 		cm := planted(managedLabels)
 		cm.Data[RecommendationKey] = data
-		cs, _ := newMarker(t, cm)
-		w := NewWebhook(WebhookConfig{Recommendations: Store{Client: cs}, Logger: quietLogger()})
-		resp := w.Review(context.Background(), admissionRequest(t, pod))
-		if !resp.Allowed {
-			t.Fatalf("refused a pod: %+v", resp)
+		rec, err := decodeRecommendation(cm)
+		if err != nil {
+			return // the webhook admits unchanged, with a warning
 		}
-		for _, warn := range resp.Warnings {
-			if strings.Contains(warn, "internal error") {
-				t.Fatalf("the parser panicked on %q", data)
-			}
-		}
-		if len(resp.Patch) == 0 {
+		ops, rewrites, _ := rewritePatch(pod, rec, "nvidia.com")
+		if len(ops) == 0 {
 			return
 		}
-		var ops []patchOp
-		if err := json.Unmarshal(resp.Patch, &ops); err != nil {
-			t.Fatalf("patch %s: %v", resp.Patch, err)
+		if _, err := json.Marshal(ops); err != nil {
+			t.Fatalf("patch for %q does not encode: %v", data, err)
+		}
+		for _, rw := range rewrites {
+			if !KnownProfileResource("nvidia.com", rw.To) {
+				t.Fatalf("data %q: rewrite to %q", data, rw.To)
+			}
 		}
 		for _, op := range ops {
 			if !allowedPatchPath(op.Path) {
@@ -51,6 +49,22 @@ func FuzzRecommendation(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReviewOfPlantedRecommendations runs the fuzz seeds through the whole
+// webhook (fake API server, AdmissionReview in and out): never a refusal,
+// never a panic.
+func TestReviewOfPlantedRecommendations(t *testing.T) {
+	for _, data := range []string{"{not json", `{"rules":[{"from":"nvidia.com/mig-1g.5gb","to":"nvidia.com/mig-x/../.."}]}`} {
+		cm := planted(managedLabels)
+		cm.Data[RecommendationKey] = data
+		cs, _ := newMarker(t, cm)
+		w := NewWebhook(WebhookConfig{Recommendations: Store{Client: cs}, Logger: quietLogger()})
+		resp := w.Review(context.Background(), admissionRequest(t, replacement(nil)))
+		if !resp.Allowed || len(resp.Patch) != 0 || strings.Contains(strings.Join(resp.Warnings, ";"), "internal error") {
+			t.Fatalf("%q: %+v", data, resp)
+		}
+	}
 }
 
 // allowedPatchPath is what a rewrite may touch: a MIG resource of a
