@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/predictor"
 )
 
 // Config is everything the agent can be told. Zero values of optional parts
@@ -67,6 +68,10 @@ type Config struct {
 	// is read through NVML (default 1 s: the thesis polled every 0.1 s, a
 	// second keeps the agent cheap with hundreds of containers).
 	PollEvery time.Duration
+	// Predictor adjusts each container's predictor settings; nil means
+	// predictor.ForSeconds (2 s bins, a loading grace). Tests that run a
+	// whole ramp in a few seconds shrink the bins with it.
+	Predictor func(predictor.Config) predictor.Config
 }
 
 // TelemetryOff as TelemetryDir turns telemetry and prediction off.

@@ -26,6 +26,7 @@ import (
 func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	e.cfg.PollEvery = 5 * time.Millisecond
+	e.cfg.Predictor = compressedTime
 	a := e.start(t)
 	marked := make(chan Mark, 4)
 	a.OnMark(func(m Mark) { marked <- m })
@@ -70,6 +71,13 @@ func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("OnMark subscriber not called")
 	}
+}
+
+// compressedTime reads the test's three-second ramp as the agent reads a
+// minutes-long one: 20 ms bins, no loading grace.
+func compressedTime(c predictor.Config) predictor.Config {
+	c.Bin = 0.02
+	return c
 }
 
 // rampUntilMarked grows an instance's used memory from 10% to 100% of its
@@ -145,6 +153,7 @@ func unixHTTP(socket string) *http.Client {
 func TestContainerEndRecordsWorkloadPeak(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	e.cfg.PollEvery = 5 * time.Millisecond
+	e.cfg.Predictor = compressedTime
 	a := e.start(t)
 	c := runAgent(t, a)
 	ctx := context.Background()

@@ -191,7 +191,13 @@ func (w *watch) startPredictor(id string) error {
 	for _, p := range profiles {
 		sizes = append(sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
 	}
-	return w.tracker.Start(id, predictor.Config{Capacity: total, Profiles: sizes})
+	// T is seconds since the container registered, so the series includes
+	// model loading: the settings for seconds (loading grace, 2 s bins).
+	adjust := w.a.cfg.Predictor
+	if adjust == nil {
+		adjust = predictor.ForSeconds
+	}
+	return w.tracker.Start(id, adjust(predictor.Config{Capacity: total, Profiles: sizes}))
 }
 
 // Marks returns the containers marked so far, by container id.

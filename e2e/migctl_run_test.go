@@ -25,14 +25,19 @@ import (
 )
 
 // The workload of TestMigctlRun: 4 GiB at once (the weights), then 10 MiB
-// every 100 ms for 10 s (activations), 5096 MiB in all. On a 1g.5gb
-// (4864 MiB) it would run out of memory after about 7.7 s of growth; the
-// predictor sees the steady growth after about 2 s and recommends 1g.10gb,
-// on which the same growth is far from the capacity and is never marked.
+// every 400 ms for 40 s (activations), 5096 MiB in all. On a 1g.5gb
+// (4864 MiB) it would run out of memory after about 31 s of growth. The
+// agent's predictor reads seconds (predictor.ForSeconds: 2 s bins, 24 s
+// before any mark, a loading grace), so a ramp of a few seconds is a load,
+// not growth; this one is marked once it has grown for 24 s, several
+// seconds before the capacity, and recommends 1g.10gb, on which the same
+// growth is far from the capacity and is never marked.
 const (
 	runBaseBytes = 4 << 30
 	runStepBytes = 10 << 20
 	runSteps     = 100
+	// runStepMillis is the pause between steps.
+	runStepMillis = 400
 )
 
 // migctl run against the real agent (hook and shim in the CDI spec) and a
@@ -72,7 +77,7 @@ func TestMigctlRun(t *testing.T) {
 	args := []string{"run", "--socket", a.Socket, "--containerd", c.Socket, "--namespace", ns, "--id", id,
 		"--profile", "1g.5gb", "--max-restarts", "1", "--poll", "100ms", "--stop-timeout", "1s",
 		"--cdi-dir", harness.CDIDir, "--runc-binary", harness.RuncPath, "--runc-root", c.RuncRoot,
-		image, "/app/pattern", fmt.Sprintf("alloc:%d", runBaseBytes), fmt.Sprintf("grow:%d:%d:100", runStepBytes, runSteps)}
+		image, "/app/pattern", fmt.Sprintf("alloc:%d", runBaseBytes), fmt.Sprintf("grow:%d:%d:%d", runStepBytes, runSteps, runStepMillis)}
 	cmd := exec.Command(migproBin(t, "migctl"), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -74,8 +74,8 @@ func TestReadmit(t *testing.T) {
 	st.checkReplacement(t, cl, old)
 
 	// Marking again changes nothing.
-	ctrl := metav1.GetControllerOf(old)
-	cmName := readmit.StoreName(ctrl.Kind, ctrl.Name)
+	// Recommendations are keyed by the Deployment, not its ReplicaSet.
+	cmName := readmit.StoreName("Deployment", "trainer")
 	before, _ := cl.Client.CoreV1().ConfigMaps(readmitNS).Get(ctx, cmName, metav1.GetOptions{})
 	if out, err := marker.Handle(ctx, mark); err != nil {
 		t.Fatalf("second mark: %+v %v", out, err)
@@ -90,7 +90,7 @@ func TestReadmit(t *testing.T) {
 	if err := cl.Client.AppsV1().Deployments(readmitNS).Delete(ctx, "trainer", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the garbage collector to remove the recommendation with the ReplicaSet", 60*time.Second, func() bool {
+	eventually(t, "the garbage collector to remove the recommendation with the Deployment", 60*time.Second, func() bool {
 		_, err := cl.Client.CoreV1().ConfigMaps(readmitNS).Get(ctx, cmName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})

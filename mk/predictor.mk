@@ -20,3 +20,12 @@ predictor-traces:
 predictor-fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./predictor/trace
 	$(GO) test -run '^$$' -fuzz FuzzObserve -fuzztime 30s ./predictor
+
+# The webhook's recommendation parsing: a planted ConfigMap's data must never
+# panic the webhook or patch anything but a container's MIG request
+# (part of make test; READMIT_FUZZTIME bounds it).
+READMIT_FUZZTIME ?= 15s
+.PHONY: readmit-fuzz
+readmit-fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRecommendation$$' -fuzztime $(READMIT_FUZZTIME) ./readmit
+TEST_TARGETS += readmit-fuzz

@@ -15,15 +15,19 @@
 //     warm-up, a plateau, bursts or a periodic peak do not trigger it.
 //
 // The agent wires it to telemetry with a Tracker, which keeps one Predictor
-// per container and is safe for concurrent use. Feed it the NVML samples (the
-// instance's physical use, which is what runs out) as Used and the shim's
-// latest requested bytes as Requested, with t in seconds since the container
-// registered. On a mark, annotate and evict the pod with Decision.Profile as
-// the readmission profile; when the container ends, Stop returns its peak for
-// the estimator's history.
+// per container and is safe for concurrent use. Feed it, as Used, the memory
+// that runs out: max(shim, NVML), where NVML's figure is the instance's used
+// memory (the CUDA context plus the framework's whole pool, PyTorch's
+// reserved memory) and the shim's is the process's live driver-level
+// allocations; pass the shim's latest requested bytes as Requested, with t
+// in seconds since the container registered, and pass the Config through
+// ForSeconds, since such a series includes model loading. On a mark,
+// annotate and evict the pod with Decision.Profile as the readmission
+// profile; when the container ends, Stop returns its peak for the
+// estimator's history.
 //
 //	tr := predictor.NewTracker()
-//	tr.Start(id, predictor.Config{Capacity: usable, Profiles: sizes, ContextBytes: ctx})
+//	tr.Start(id, predictor.ForSeconds(predictor.Config{Capacity: usable, Profiles: sizes, ContextBytes: ctx}))
 //	series.OnSample(func(id string, s telemetry.Sample) {
 //		if d, marked := tr.Observe(id, toSample(s)); marked {
 //			evict(id, d)

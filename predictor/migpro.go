@@ -20,7 +20,9 @@ type migpro struct {
 	head   int     // next slot to write
 	count  int
 	sinceR int // samples since the fits were last rebuilt from the ring
+	// streak counts consecutive bins with a hit; hitBin is the last one.
 	streak int
+	hitBin int64
 	sc     [scales]scale
 }
 
@@ -46,6 +48,14 @@ const (
 	// decelRatio: a window whose slope is under this share of the rise over
 	// the span just before it is the tail of a warm-up, not a trend.
 	decelRatio = 0.75
+	// jumpShare is the largest share of a window's rise its newest quarter
+	// may hold; linear growth puts a quarter there.
+	jumpShare = 0.6
+	// rawZ is the significance asked of the raw usage's slope. It is lower
+	// than the peak's z: under a per-step sawtooth (activations filled and
+	// freed every step) the raw series' residuals are the whole tooth, and at
+	// z 2.576 growth under a sawtooth was seen only at the OOM.
+	rawZ = 1.0
 	// refreshEvery bounds rounding drift from add/remove on long runs. A
 	// rebuild costs about 2·Window operations, so per sample the cost stays
 	// O(1) amortised.
@@ -53,7 +63,7 @@ const (
 )
 
 func newMigpro(window int) *migpro {
-	m := &migpro{ring: make([]point, window)}
+	m := &migpro{ring: make([]point, window), hitBin: -2}
 	for i := range m.sc {
 		m.sc[i].size = max(quarters+1, window>>i)
 	}
@@ -87,6 +97,24 @@ func (m *migpro) push(t, y, raw float64) {
 	}
 }
 
+// replace overwrites the newest point: a later sample in the same time bin.
+func (m *migpro) replace(t, y, raw float64) {
+	n := len(m.ring)
+	i := (m.head - 1 + n) % n
+	old := m.ring[i]
+	for k := range m.sc {
+		s := &m.sc[k]
+		s.fit.remove(old.t, old.y)
+		s.fit.add(t, y)
+		s.raw.remove(old.t, old.raw)
+		s.raw.add(t, raw)
+	}
+	m.ring[i] = point{t, y, raw}
+	if m.sinceR++; m.sinceR >= refreshEvery {
+		m.rebuild()
+	}
+}
+
 func (m *migpro) rebuild() {
 	for i := range m.sc {
 		s := &m.sc[i]
@@ -102,13 +130,17 @@ func (m *migpro) rebuild() {
 }
 
 func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
-	m.push(s.T, p.peak, float64(s.Used))
+	if p.newBin {
+		m.push(s.T, p.peak, p.binRaw)
+	} else {
+		m.replace(s.T, p.peak, p.binRaw)
+	}
 	capacity := float64(p.cfg.Capacity)
 	if p.peak >= capacity {
 		// Already at the limit: nothing to forecast, no reason to wait.
 		return m.decide(p, &m.sc[0], s.T, verdict{target: s.T, reason: ReasonOverCapacity})
 	}
-	if p.n < p.cfg.MinSamples {
+	if p.bins < p.cfg.MinSamples {
 		m.streak = 0
 		return Decision{}, false
 	}
@@ -121,12 +153,21 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 		if !hit {
 			continue
 		}
-		if m.streak++; m.streak < p.cfg.Persist {
+		if p.bin != m.hitBin {
+			if p.bin == m.hitBin+1 {
+				m.streak++
+			} else {
+				m.streak = 1
+			}
+			m.hitBin = p.bin
+		}
+		if m.streak < p.cfg.Persist {
 			return Decision{}, false
 		}
 		return m.decide(p, sc, s.T, v)
 	}
-	m.streak = 0
+	// No reset here: a bin without a hit breaks the run of consecutive bins
+	// above, however many samples it holds.
 	return Decision{}, false
 }
 
@@ -149,7 +190,11 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first
-	lead := max(p.cfg.MinLead, p.cfg.LeadFactor*elapsed)
+	factor := p.cfg.LeadFactor
+	if elapsed < p.cfg.LoadGrace {
+		factor = min(factor, p.cfg.LoadLeadFactor)
+	}
+	lead := max(p.cfg.MinLead, factor*elapsed)
 	tto := max(0, (capacity-upper(now))/sc.fit.slope())
 	// With no horizon the size to readmit on is a guess: expect the run to
 	// last as long again as it has, and at least until the crossing.
@@ -185,7 +230,7 @@ func (m *migpro) growing(sc *scale, z float64, slopeOnly bool) bool {
 	// The raw usage must trend up too. Growth lifts every sample; the peak
 	// of bounded bursts climbs a staircase of new records while the usage
 	// between bursts stays where it was.
-	if r := sc.raw.slope(); r <= 0 || r < z*sc.raw.slopeSE() {
+	if r := sc.raw.slope(); r <= 0 || r < rawZ*sc.raw.slopeSE() {
 		return false
 	}
 	return true
@@ -198,6 +243,12 @@ func (m *migpro) risesEachQuarter(sc *scale, a float64) bool {
 		return false
 	}
 	newer := m.back(0)
+	// One step that dominates the window (a one-shot preallocation: vLLM's
+	// KV cache, a pool reserved at once) is not a trend: the newest quarter
+	// may hold at most jumpShare of the window's rise.
+	if first := m.back(quarters * k); newer.y-first.y > 0 && newer.y-m.back(k).y > jumpShare*(newer.y-first.y) {
+		return false
+	}
 	for i := 1; i <= quarters; i++ {
 		older := m.back(i * k)
 		dt := newer.t - older.t

@@ -18,6 +18,15 @@ type Predictor struct {
 	peak    float64 // peak of Used since start: bursts are smoothed, growth kept
 	peakReq float64
 
+	// Time bins: the algorithm sees one point per Bin of T, whatever the
+	// sampling rate. bin is the current bin's index, bins how many bins have
+	// been seen, newBin whether the sample being observed opened one, and
+	// binRaw the largest Used within the current bin.
+	bin    int64
+	bins   int
+	newBin bool
+	binRaw float64
+
 	marked   bool
 	decision Decision
 
@@ -65,6 +74,13 @@ func (p *Predictor) Observe(s Sample) (Decision, bool) {
 	if p.n == 0 {
 		p.first = s.T
 	}
+	bin := int64(math.Floor((s.T - p.first) / p.cfg.Bin))
+	p.newBin = p.n == 0 || bin != p.bin
+	if p.newBin {
+		p.bin, p.binRaw = bin, 0
+		p.bins++
+	}
+	p.binRaw = max(p.binRaw, float64(s.Used))
 	p.n++
 	p.last = s.T
 	if u := float64(s.Used); u > p.peak {

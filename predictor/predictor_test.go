@@ -251,11 +251,15 @@ func BenchmarkObserve(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		cfg  predictor.Config
+		hz   float64 // samples per T unit; 0 means 1
 	}{
-		{"baseline", predictor.Config{Algorithm: predictor.Baseline}},
-		{"baseline-fitting", predictor.Config{Algorithm: predictor.Baseline, ConvergeTol: 1e-300}},
-		{"migpro", predictor.Config{Algorithm: predictor.Migpro, Horizon: 1e15}},
-		{"migpro-time-to-oom", predictor.Config{Algorithm: predictor.Migpro}},
+		{"baseline", predictor.Config{Algorithm: predictor.Baseline}, 0},
+		{"baseline-fitting", predictor.Config{Algorithm: predictor.Baseline, ConvergeTol: 1e-300}, 0},
+		{"migpro", predictor.Config{Algorithm: predictor.Migpro, Horizon: 1e15}, 0},
+		{"migpro-time-to-oom", predictor.Config{Algorithm: predictor.Migpro}, 0},
+		// The shim's rate: ten samples per one-second bin, nine of them
+		// updating the bin's point in place.
+		{"migpro-time-to-oom-10hz", predictor.ForSeconds(predictor.Config{Algorithm: predictor.Migpro}), 10},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			cfg := v.cfg
@@ -272,7 +276,7 @@ func BenchmarkObserve(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
-				p.Observe(predictor.Sample{T: float64(i), Used: used[i%len(used)] + uint64(i)*1000})
+				p.Observe(predictor.Sample{T: float64(i) / max(1, v.hz), Used: used[i%len(used)] + uint64(i)*1000})
 			}
 		})
 	}

@@ -12,8 +12,12 @@ import (
 type Sample struct {
 	// T is seconds or an iteration index; it must not go backwards.
 	T float64
-	// Used is the memory the program actively holds, the quantity whose
-	// excess causes an OOM (allocated, not the framework's cache).
+	// Used is the memory the GPU instance has given the container, the
+	// quantity whose excess causes an OOM: in the agent, max(shim, NVML),
+	// NVML's used memory (CUDA context plus the framework's pool, PyTorch's
+	// reserved memory, not its allocated memory) and the shim's live
+	// driver-level allocations. A cudaMalloc fails when the instance has no
+	// free memory, whatever the framework keeps cached.
 	Used uint64
 	// Requested is the bytes the program asked its allocator for, when the
 	// shim reports it; zero means unknown. Only the baseline uses it.
@@ -48,7 +52,15 @@ type Config struct {
 	// Default Z99.
 	Z float64
 
-	// MinSamples is the number of samples before any mark. Default 16 for
+	// Bin is the time bin, in T units, over which migpro's windows count:
+	// every sample within one bin updates one point (the peak so far and the
+	// bin's largest usage), so MinSamples, Window and Persist are numbers of
+	// bins, spans of time, and a 10 Hz series is read as its 1 Hz one is.
+	// Default 1 (one second when T is seconds; one iteration for the
+	// iteration-indexed traces, which have one sample per bin).
+	Bin float64
+
+	// MinSamples is the number of samples (bins, for migpro) before any mark. Default 16 for
 	// migpro: a ramp that stops after 15 samples (the first tooth of the
 	// sawtooth trace) is indistinguishable from growth while it lasts, and at
 	// 12 every seeded sawtooth was marked. Default 3 for the baseline, which
@@ -79,6 +91,17 @@ type Config struct {
 	// series unmarked.
 	LeadFactor float64
 	MinLead    float64
+	// LoadGrace and LoadLeadFactor cover model loading: for the first
+	// LoadGrace T units the lead is max(MinLead, LoadLeadFactor × elapsed)
+	// instead. A loading ramp that starts at the CUDA context and fills less
+	// than half of the instance then never reaches a mark, whatever its
+	// speed (marking needs the bound to cross capacity within one elapsed
+	// time, i.e. a rise of half the headroom), while growth that keeps going
+	// is still marked with a lead as long as it has been watched. Defaults
+	// 0 (off) and 1; the agent, whose T is seconds since the container
+	// started, sets LoadGrace to DefaultLoadGrace.
+	LoadGrace      float64
+	LoadLeadFactor float64
 	// Scales is how many windows migpro fits at once: Window, Window/2,
 	// Window/4, Window/8. Default 4; 1 fits the longest window only (slower
 	// to see growth that starts late).
@@ -133,6 +156,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ConvergeTol == 0 {
 		c.ConvergeTol = 0.05
 	}
+	if c.Bin == 0 {
+		c.Bin = 1
+	}
+	if !(c.Bin > 0) || math.IsInf(c.Bin, 0) {
+		return c, fmt.Errorf("predictor: bin %v must be a positive number", c.Bin)
+	}
 	if c.Window == 0 {
 		c.Window = 48
 	}
@@ -141,6 +170,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LeadFactor == 0 {
 		c.LeadFactor = 3
+	}
+	if c.LoadLeadFactor == 0 {
+		c.LoadLeadFactor = 0.5
 	}
 	if c.Scales == 0 {
 		c.Scales = scales
@@ -155,13 +187,41 @@ func (c Config) withDefaults() (Config, error) {
 		c.Margin = 0.10
 	}
 	if c.Z < 0 || c.MinSamples < 2 || c.ConvergeWindow < 2 || c.ConvergeTol < 0 ||
-		c.LeadFactor < 0 || c.MinLead < 0 || c.Persist < 1 || c.Margin < 0 {
+		c.LeadFactor < 0 || c.MinLead < 0 || c.LoadGrace < 0 || c.LoadLeadFactor < 0 || c.Persist < 1 || c.Margin < 0 {
 		return c, fmt.Errorf("predictor: invalid config %+v", c)
 	}
 	return c, nil
 }
 
 const maxConvergeWindow = 16
+
+// The settings for a series in seconds from the container's start, as the
+// agent feeds it (ForSeconds): a loading grace long enough for weights read
+// from slow storage, 2 s bins (a bin of 1 s marked 6–8 in 100 chunked loads
+// and a vLLM preallocation or two, a bin of 4 s missed fast growth), and 12
+// bins (24 s) before any mark, which still marks growth reaching the OOM 30 s
+// after loading at least 5 s ahead.
+const (
+	DefaultLoadGrace  = 120
+	SecondsBin        = 2
+	SecondsMinSamples = 12
+)
+
+// ForSeconds returns c with the settings for a series in seconds from the
+// container's start (LoadGrace, Bin, MinSamples) wherever c leaves them
+// zero. The other defaults are those of an iteration-indexed trace.
+func ForSeconds(c Config) Config {
+	if c.LoadGrace == 0 {
+		c.LoadGrace = DefaultLoadGrace
+	}
+	if c.Bin == 0 {
+		c.Bin = SecondsBin
+	}
+	if c.MinSamples == 0 && c.Algorithm != Baseline {
+		c.MinSamples = SecondsMinSamples
+	}
+	return c
+}
 
 // Reason says why a container was marked.
 type Reason string

@@ -42,14 +42,14 @@ func clusterRole(t *testing.T, path, name string) *rbacv1.ClusterRole {
 	return nil
 }
 
-// allows reports whether a core-group rule grants verb on resource[/sub].
-func allows(role *rbacv1.ClusterRole, verb, res, sub string) bool {
+// allows reports whether a rule of group grants verb on resource[/sub].
+func allows(role *rbacv1.ClusterRole, group, verb, res, sub string) bool {
 	full := res
 	if sub != "" {
 		full += "/" + sub
 	}
 	for _, r := range role.Rules {
-		if contains(r.APIGroups, "") && contains(r.Resources, full) && (contains(r.Verbs, verb) || contains(r.Verbs, "*")) {
+		if contains(r.APIGroups, group) && contains(r.Resources, full) && (contains(r.Verbs, verb) || contains(r.Verbs, "*")) {
 			return true
 		}
 	}
@@ -63,7 +63,7 @@ func checkActions(t *testing.T, role *rbacv1.ClusterRole, cs *fake.Clientset) {
 		t.Fatal("no API calls recorded")
 	}
 	for _, a := range cs.Actions() {
-		if !allows(role, a.GetVerb(), a.GetResource().Resource, a.GetSubresource()) {
+		if !allows(role, a.GetResource().Group, a.GetVerb(), a.GetResource().Resource, a.GetSubresource()) {
 			t.Errorf("%s does not allow %s %s/%s", role.Name, a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
 		}
 	}
@@ -94,7 +94,7 @@ func TestAdmissionManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkActions(t, role, cs)
-	if allows(role, "update", "configmaps", "") || allows(role, "create", "configmaps", "") {
+	if allows(role, "", "update", "configmaps", "") || allows(role, "", "create", "configmaps", "") {
 		t.Error("the webhook must not be able to write recommendations")
 	}
 	var mwc *admregv1.MutatingWebhookConfiguration

@@ -121,6 +121,14 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		out.Ignored = "no profile fits the forecast"
 		return out, nil
 	}
+	if ok, err := m.offered(ctx, out.To); err != nil {
+		log.WithError(err).Warn("readmit: cannot tell whether any node offers the recommended profile; going ahead")
+	} else if !ok {
+		m.event(ctx, pod, corev1.EventTypeWarning, ReasonPredictedOOM, fmt.Sprintf("%s; recommended %s, which no node offers: not evicted", what, out.To))
+		log.Warn("readmit: predicted out of memory; no node offers a larger profile, pod left running")
+		out.Ignored = "no node offers " + out.To
+		return out, nil
+	}
 	ctrl := metav1.GetControllerOf(pod)
 	if ctrl == nil {
 		m.event(ctx, pod, corev1.EventTypeWarning, ReasonPredictedOOM, fmt.Sprintf(
@@ -129,7 +137,13 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		out.Ignored = "pod has no controller"
 		return out, nil
 	}
-	out.Controller = Controller{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID}
+	out.Controller = m.store.Owner(ctx, pod.Namespace, Controller{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID})
+	if reason := m.loops(ctx, pod, mk.ContainerName, from, out); reason != "" {
+		m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, what+"; not evicted: "+reason)
+		log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; not evicted again: " + reason)
+		out.Ignored = reason
+		return out, nil
+	}
 	rule := Rule{Container: mk.ContainerName, From: from, To: out.To, ForecastBytes: mk.ForecastBytes,
 		Reason: mk.Reason, Pod: pod.Name, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second)}
 	if out.Recorded, err = m.store.Record(ctx, pod.Namespace, out.Controller, rule); err != nil {
@@ -139,6 +153,22 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		return out, fmt.Errorf("readmit %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	msg := fmt.Sprintf("%s; recommended %s for pods of %s", what, out.To, out.Controller)
+	if out.Controller.Kind == "Job" && out.Controller.APIVersion == "batch/v1" {
+		note, ok, err := m.jobEvictionCost(ctx, pod, out.Controller)
+		if err != nil {
+			m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+err.Error())
+			return out, fmt.Errorf("readmit %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if !ok {
+			m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+note)
+			log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; evicting would fail the Job, pod left running")
+			out.Ignored = note
+			return out, nil
+		}
+		if note != "" {
+			msg += "; " + note
+		}
+	}
 	m.event(ctx, pod, corev1.EventTypeWarning, ReasonPredictedOOM, msg+"; evicting")
 	if pod.DeletionTimestamp != nil {
 		out.Evicted = true

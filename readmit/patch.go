@@ -37,8 +37,8 @@ func rewritePatch(pod *corev1.Pod, rec *Recommendation, domain string) (ops []pa
 			if !ok {
 				continue
 			}
-			if !defaults.IsMIGResource(domain, to) {
-				warnings = append(warnings, fmt.Sprintf("migpro-readmit: recommendation %s → %q for container %s is not a %s MIG resource; left unchanged", from, to, c.Name, domain))
+			if !KnownProfileResource(domain, to) {
+				warnings = append(warnings, fmt.Sprintf("migpro-readmit: recommendation %s → %q for container %s is not a known %s MIG profile; left unchanged", from, to, c.Name, domain))
 				continue
 			}
 			var cops []patchOp

@@ -36,6 +36,9 @@ type Rule struct {
 	Pod           string    `json:"pod,omitempty"`
 	Node          string    `json:"node,omitempty"`
 	At            time.Time `json:"at"`
+	// FitRuns counts the consecutive finished runs whose peak fit From
+	// again (RecordRun); at DecayRuns the rule is dropped.
+	FitRuns int `json:"fitRuns,omitempty"`
 }
 
 // Recommendation is everything recorded for one controller: pods of
@@ -91,15 +94,26 @@ type Store struct {
 	Client kubernetes.Interface
 }
 
-// Get returns the recommendation for a controller, nil when there is none or
-// when the one stored belongs to an older controller of the same name.
+// Get returns the recommendation for a controller (keyed by its Owner), nil
+// when there is none,
+// when the ConfigMap of that name is not migpro's (it lacks the managed-by
+// and recommendation labels), or when the one stored belongs to an older
+// controller of the same name.
 func (s Store) Get(ctx context.Context, namespace string, c Controller) (*Recommendation, error) {
+	return s.getOwned(ctx, namespace, s.Owner(ctx, namespace, c))
+}
+
+// getOwned is Get for a controller already resolved to its Owner.
+func (s Store) getOwned(ctx context.Context, namespace string, c Controller) (*Recommendation, error) {
 	cm, err := s.Client.CoreV1().ConfigMaps(namespace).Get(ctx, StoreName(c.Kind, c.Name), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read recommendation %s/%s: %w", namespace, StoreName(c.Kind, c.Name), err)
+	}
+	if !managed(cm) {
+		return nil, nil
 	}
 	rec, err := decodeRecommendation(cm)
 	if err != nil {
@@ -109,6 +123,11 @@ func (s Store) Get(ctx context.Context, namespace string, c Controller) (*Recomm
 		return nil, nil
 	}
 	return rec, nil
+}
+
+// managed reports whether migpro wrote cm: it carries both labels.
+func managed(cm *corev1.ConfigMap) bool {
+	return cm.Labels[LabelRecommendation] == "true" && cm.Labels[LabelManagedBy] == ManagedBy
 }
 
 func decodeRecommendation(cm *corev1.ConfigMap) (*Recommendation, error) {
@@ -160,6 +179,10 @@ func (s Store) Record(ctx context.Context, namespace string, c Controller, rule 
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		cm.Labels[LabelRecommendation], cm.Labels[LabelManagedBy] = "true", ManagedBy
 		cm.Data[RecommendationKey] = string(b)
 		// cm carries the resourceVersion read above: a concurrent write fails with Conflict.
 		if _, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err == nil {
@@ -181,10 +204,7 @@ func newStoreConfigMap(namespace, name string, rec Recommendation) (*corev1.Conf
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace,
-			Labels: map[string]string{
-				LabelRecommendation:            "true",
-				"app.kubernetes.io/managed-by": "migpro",
-			},
+			Labels:          map[string]string{LabelRecommendation: "true", LabelManagedBy: ManagedBy},
 			OwnerReferences: ownerRefs(rec.Controller),
 		},
 		Data: map[string]string{RecommendationKey: string(b)},

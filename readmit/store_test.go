@@ -121,7 +121,7 @@ func TestStoreIgnoresAnOlderControllerOfTheSameName(t *testing.T) {
 }
 
 func TestStoreGetBadData(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StoreName("ReplicaSet", rsName), Namespace: ns},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StoreName("ReplicaSet", rsName), Namespace: ns, Labels: managedLabels},
 		Data: map[string]string{RecommendationKey: "{not json"}}
 	cs, _ := newMarker(t, cm)
 	if _, err := (Store{Client: cs}).Get(context.Background(), ns, testCtrl); err == nil || !strings.Contains(err.Error(), "bad") {

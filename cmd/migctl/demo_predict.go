@@ -13,6 +13,7 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
@@ -31,7 +32,10 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 		return err
 	}
 	a, err := agent.New(agent.Config{Socket: filepath.Join(dir, "agent.sock"), StateDir: filepath.Join(dir, "state"),
-		CDISpecDir: filepath.Join(dir, "cdi"), TelemetryDir: filepath.Join(dir, "run"), PollEvery: 20 * time.Millisecond},
+		CDISpecDir: filepath.Join(dir, "cdi"), TelemetryDir: filepath.Join(dir, "run"), PollEvery: 20 * time.Millisecond,
+		// The demo plays minutes of growth in four seconds: the predictor's
+		// time bins shrink with it (the agent's own are 2 s).
+		Predictor: func(c predictor.Config) predictor.Config { c.Bin = 0.02; return c }},
 		agent.WithNode(node), agent.WithLogger(quietLogger()))
 	if err != nil {
 		return err

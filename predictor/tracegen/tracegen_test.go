@@ -78,3 +78,35 @@ func TestSeedsDiffer(t *testing.T) {
 		t.Errorf("seeds 1 and 2 share %d of %d rows", same, len(a.Rows))
 	}
 }
+
+// Both rates read one run: the NVML series is every tenth tick of the shim's
+// (up to the shim's first sample over capacity, where a growing series ends),
+// and a seed renders the same run every time.
+func TestRealFamiliesSampleOneRunAtBothRates(t *testing.T) {
+	for _, f := range tracegen.RealFamilies() {
+		shim, nvml := f.Generate(7, tracegen.ShimHz), f.Generate(7, tracegen.NVMLHz)
+		at := map[float64]uint64{}
+		for _, r := range shim.Rows {
+			at[r.T] = r.Used
+		}
+		if len(nvml.Rows) == 0 || len(shim.Rows) < 9*len(nvml.Rows) {
+			t.Fatalf("%s: %d shim rows, %d NVML rows", f.Name, len(shim.Rows), len(nvml.Rows))
+		}
+		end := shim.Rows[len(shim.Rows)-1].T
+		for _, r := range nvml.Rows {
+			if r.T > end {
+				break
+			}
+			if u, ok := at[r.T]; !ok || u != r.Used {
+				t.Fatalf("%s: NVML row t=%v used %d is not the shim's (%d, %v)", f.Name, r.T, r.Used, u, ok)
+			}
+		}
+		again := f.Generate(7, tracegen.ShimHz)
+		if len(again.Rows) != len(shim.Rows) || again.Rows[len(again.Rows)-1] != shim.Rows[len(shim.Rows)-1] {
+			t.Fatalf("%s: not deterministic", f.Name)
+		}
+		if _, over := tracegen.OOM(shim); over != f.Growing {
+			t.Errorf("%s: reaches capacity %v, want %v", f.Name, over, f.Growing)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package readmit
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migpro/migpro/defaults"
+)
+
+// Owner returns the top-level controller recommendations are keyed by: the
+// Deployment of a ReplicaSet, so that a recommendation survives a rollout
+// (each rollout makes a new ReplicaSet); any other controller (StatefulSet,
+// Job, a bare ReplicaSet) is its own owner. When the ReplicaSet cannot be
+// read (gone, or no permission), c itself is returned: the recommendation is
+// then keyed as before.
+func (s Store) Owner(ctx context.Context, namespace string, c Controller) Controller {
+	if c.Kind != "ReplicaSet" || c.APIVersion != "apps/v1" {
+		return c
+	}
+	rs, err := s.Client.AppsV1().ReplicaSets(namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	if err != nil || rs.UID != c.UID {
+		return c
+	}
+	d := metav1.GetControllerOf(rs)
+	if d == nil || d.Kind != "Deployment" || d.APIVersion != "apps/v1" {
+		return c
+	}
+	return Controller{APIVersion: d.APIVersion, Kind: d.Kind, Name: d.Name, UID: d.UID}
+}
+
+// loops returns why evicting pod would repeat a move that did not happen:
+// the owner already has a rule moving this container off from, recorded for
+// another pod before this one was created, yet this pod still asks for from
+// (the webhook was bypassed or failed open). Evicting again would only
+// restart it on the same profile, so the Marker stops there. "" means no
+// loop.
+func (m *Marker) loops(ctx context.Context, pod *corev1.Pod, container, from string, out Outcome) string {
+	rec, err := m.store.getOwned(ctx, pod.Namespace, out.Controller)
+	if err != nil || rec == nil {
+		return ""
+	}
+	for _, r := range rec.Rules {
+		if r.From != from || (r.Container != "" && r.Container != container) || r.Pod == pod.Name {
+			continue
+		}
+		if !r.At.IsZero() && pod.CreationTimestamp.Time.After(r.At) {
+			return fmt.Sprintf("%s was already moved from %s to %s for the same reason (pod %s), and this pod, created after that, still asks for %s: the readmission webhook did not rewrite it",
+				out.Controller, from, r.To, r.Pod, from)
+		}
+	}
+	return ""
+}
+
+// offered reports whether any node of the cluster advertises resource (a
+// node's capacity lists every MIG profile its agent can create). A pod
+// evicted towards a profile no node offers would stay Pending. When no node
+// advertises any MIG resource at all, the capacities say nothing and the
+// answer is true. When the
+// nodes cannot be listed, it answers true with the error, so that a missing
+// permission degrades to the agent's own view rather than to no readmission.
+func (m *Marker) offered(ctx context.Context, resource string) (bool, error) {
+	nodes, err := m.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return true, fmt.Errorf("list nodes: %w", err)
+	}
+	anyMIG := false
+	for _, n := range nodes.Items {
+		for name, q := range n.Status.Capacity {
+			if q.IsZero() || !defaults.IsMIGResource(m.domain, string(name)) {
+				continue
+			}
+			if string(name) == resource {
+				return true, nil
+			}
+			anyMIG = true
+		}
+	}
+	// No node advertises any MIG resource: the capacities say nothing (a
+	// cluster whose device plugins have not registered yet), so do not block.
+	return !anyMIG, nil
+}
