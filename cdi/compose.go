@@ -51,4 +51,3 @@ func commonEdits(d Driver) (specs.ContainerEdits, error) {
 	}
 	return e, nil
 }
-
