@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/nvidia-container-toolkit/pkg/nvcdi"
@@ -53,6 +54,10 @@ type NVIDIADriver struct {
 	deviceEdits bool
 	minorsFile  string
 	log         logrus.FieldLogger
+
+	once      sync.Once
+	common    specs.ContainerEdits
+	commonErr error
 }
 
 var _ Driver = (*NVIDIADriver)(nil)
@@ -129,7 +134,14 @@ func (d *NVIDIADriver) Version() string { return d.version }
 
 // CommonEdits returns nvcdi's common edits. It fails when the driver's
 // libraries for the NVML-reported version are not under the driver root.
+// They are discovered once: a driver upgrade is seen by a new NVIDIADriver,
+// made when the agent starts again.
 func (d *NVIDIADriver) CommonEdits() (specs.ContainerEdits, error) {
+	d.once.Do(func() { d.common, d.commonErr = d.discoverCommon() })
+	return cloneEdits(d.common), d.commonErr
+}
+
+func (d *NVIDIADriver) discoverCommon() (specs.ContainerEdits, error) {
 	e, err := d.lib.GetCommonEdits()
 	if err != nil {
 		return specs.ContainerEdits{}, fmt.Errorf("driver %s: %w", d.version, err)
