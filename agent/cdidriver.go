@@ -5,7 +5,10 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	specs "tags.cncf.io/container-device-interface/specs-go"
+
 	"github.com/migpro/migpro/cdi"
+	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 // cdiDriver makes the driver's part of the CDI specs (see docs/cdi.md) from
@@ -44,4 +47,16 @@ func (a *Agent) cdiDriver() cdi.Driver {
 	}
 	log.WithField("driver_version", d.Version()).Info("CDI specs carry the NVIDIA driver")
 	return d
+}
+
+// simDriverEdits give a container the simulated driver's state directory,
+// read-write: the stub libcuda and nvidia-smi find their instance there and
+// report their allocations through it, as a real driver's user space talks
+// to the kernel driver.
+func simDriverEdits(simRoot string) specs.ContainerEdits {
+	return specs.ContainerEdits{Mounts: []*specs.Mount{{
+		HostPath:      filepath.Join(simRoot, simgpu.StateDirName),
+		ContainerPath: simgpu.ContainerStateDir,
+		Options:       []string{"rbind", "rw", "nosuid", "nodev"},
+	}}}
 }

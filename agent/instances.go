@@ -32,6 +32,9 @@ func (a *Agent) cdiOptions() []cdi.Option {
 	}
 	if d := a.cdiDriver(); d != nil {
 		opts = append(opts, cdi.WithDriver(d))
+		if a.sim != nil {
+			opts = append(opts, cdi.WithExtraEdits(simDriverEdits(a.cfg.SimRoot)))
+		}
 	}
 	return opts
 }

@@ -34,10 +34,11 @@ func WithSpecDir(dir string) Option { return func(c *config) { c.dir = dir } }
 func WithKind(kind string) Option { return func(c *config) { c.kind = kind } }
 
 // WithExtraEdits adds edits (hooks, mounts, env, device nodes) to every
-// instance's device, after migpro's own. The agent passes the hook package's
-// telemetry hook, shim mount and env here. The edits are copied.
+// instance's device, after migpro's own; given more than once, the edits
+// add up in order. The agent passes the hook package's telemetry hook, shim
+// mount and env here. The edits are copied.
 func WithExtraEdits(e specs.ContainerEdits) Option {
-	return func(c *config) { c.extra = cloneEdits(e) }
+	return func(c *config) { c.extra = appendEdits(c.extra, e) }
 }
 
 // WithDriver composes every spec with the driver's edits: its common edits
