@@ -315,8 +315,9 @@ func TestCUDAKubeletPod(t *testing.T) {
 	}
 	c.ImportArchive(t, "k8s.io", archive)
 	e.startCUDAAgent(t, "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(), "--warm-pool", "1g.5gb=1")
-	eventually(t, "a 1g.5gb registered with the kubelet", 30*time.Second, func() bool {
-		return len(registeredDevices(migResource)) == 1
+	// The kubelet admits a static pod once it counts the resource.
+	eventually(t, "a 1g.5gb counted by the kubelet", 60*time.Second, func() bool {
+		return strings.Contains(k.Log(), `plugin="`+migResource+`" capacity=1`)
 	})
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
