@@ -27,8 +27,9 @@ import (
 // spec alone. The container's root filesystem has a glibc, busybox and the
 // programs, and no CUDA at all: libcuda.so.<version>, nvidia-smi and the
 // device nodes come from the spec's driver edits (nvcdi, against the
-// simulated driver root), and libcuda.so.1 from the spec's nvidia-cdi-hook
-// hooks (update-ldcache runs ldconfig in the container).
+// simulated driver root), and the libcuda.so.1 link from the spec's
+// nvidia-cdi-hook hooks (create-symlinks, and update-ldcache running ldconfig
+// in the container).
 
 // cudaAllocBytes is what the program allocates: 256 MiB.
 const cudaAllocBytes = 256 << 20
@@ -246,7 +247,7 @@ func TestCUDAFromSpec(t *testing.T) {
 		done := make(chan harness.Result, 1)
 		go func() {
 			done <- pm.RunRootfs(t, rootfs, harness.DeviceFlags(name), "sh", "-c",
-				"/app/cudaprog init ctx alloc:268435456 pause free:3 < /tmp/go")
+				"/app/cudaprog init ctx alloc:268435456 pause free:3 alloc:1048576 < /tmp/go")
 		}()
 		w := openFIFO(t, fifo, done)
 		deadline := time.Now().Add(60 * time.Second)
@@ -267,11 +268,19 @@ func TestCUDAFromSpec(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		// The agent restarts while the program holds its memory: the specs
+		// are written again (a driver upgrade is picked up this way), the
+		// instance keeps its name, and the running program keeps working.
+		a.stop(t, syscall.SIGTERM)
+		a.start(t)
+		checkSpecCarriesDriver(t, uuid)
 		fmt.Fprintln(w, "go")
 		w.Close()
 		r = (<-done).Must(t)
-		if !strings.Contains(r.Combined(), "free:3 0") {
-			t.Errorf("paused program: %s", r.Combined())
+		for _, want := range []string{"free:3 0", "alloc:1048576 0"} {
+			if !strings.Contains(r.Combined(), want) {
+				t.Errorf("paused program lacks %q after the agent restarted: %s", want, r.Combined())
+			}
 		}
 		a.mustMigctl(t, "free", name)
 	})
