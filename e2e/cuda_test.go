@@ -62,6 +62,7 @@ pid_t getpid(void)
 
 const chainProgSrc = `#include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 int main(void)
 {
@@ -79,7 +80,12 @@ int main(void)
 	if (r == 0) r = alloc(&p, 1 << 20);
 	if (r == 0) r = fr(p);
 	pid_t pid = getpid();
-	printf("chain cuda=%d getpid=%s\n", r, pid > 0 ? "ok" : "bad");
+	char line[512];
+	int shim = 0;
+	FILE *maps = fopen("/proc/self/maps", "r");
+	while (maps != NULL && fgets(line, sizeof line, maps) != NULL)
+		shim |= strstr(line, "libmigpro-shim") != NULL;
+	printf("chain cuda=%d getpid=%s shim=%s\n", r, pid > 0 ? "ok" : "bad", shim ? "loaded" : "absent");
 	return r;
 }
 `
@@ -192,10 +198,9 @@ func (e *cudaEnv) startCUDAAgent(t *testing.T, extra ...string) *agentProc {
 }
 
 // cudaScript runs the CUDA program, nvidia-smi -L and the chaining program,
-// once without the shim ("bare", a control) and once with it, as the spec
-// preloads it.
+// which reports whether the shim is in its process (the hook preloads it).
 func cudaScript(allocSteps string) string {
-	return fmt.Sprintf(`/app/cudaprog %s; echo "rc=$?"; echo ---; nvidia-smi -L; echo "smi=$?"; echo ---; LD_PRELOAD= /app/chainprog | sed 's/^/bare /'; /app/chainprog; echo "chain=$?"; `+
+	return fmt.Sprintf(`/app/cudaprog %s; echo "rc=$?"; echo ---; nvidia-smi -L; echo "smi=$?"; echo ---; /app/chainprog; echo "chain=$?"; `+
 		`ls -l /usr/lib/x86_64-linux-gnu/ | sed 's/^/LIB /'`, allocSteps)
 }
 
@@ -204,7 +209,7 @@ const plainSteps = "init ctx info alloc:268435456 free:4 info"
 // checkCUDAOutput checks what cudaScript printed for the instance uuid.
 func checkCUDAOutput(t *testing.T, out, uuid string) {
 	t.Helper()
-	for _, want := range []string{"init 0", "ctx 0", "alloc:268435456 0", "free:4 0", "rc=0", "smi=0", "bare chain cuda=0 getpid=ok", "\nchain cuda=0 getpid=ok", "chain=0",
+	for _, want := range []string{"init 0", "ctx 0", "alloc:268435456 0", "free:4 0", "rc=0", "smi=0", "chain cuda=0 getpid=ok shim=loaded", "chain=0",
 		"libcuda.so.1 -> libcuda.so." + simgpu.DriverVersion} {
 		if !strings.Contains(out, want) {
 			t.Errorf("container output lacks %q:\n%s", want, out)
