@@ -11,6 +11,7 @@ import (
 
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
 )
@@ -42,7 +43,7 @@ func simulatedAgent(t *testing.T, withDriver bool) (*cdiapi.Spec, Config) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.node.Close() })
-	resp, err := a.Alloc(context.Background(), AllocRequest{Profile: "1g.5gb", Owner: "me"})
+	resp, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
