@@ -30,6 +30,13 @@ type Config struct {
 	// CDISpecDir and CDIKind place and name the per-instance CDI specs.
 	CDISpecDir string
 	CDIKind    string
+	// DriverRoot, DevRoot and NVIDIACDIHookPath locate the NVIDIA driver's
+	// files, its device nodes and nvidia-cdi-hook for the specs' driver
+	// edits (see docs/cdi.md). Defaults: / (with Simulate, the simulated
+	// node's root), the driver root, /usr/bin/nvidia-cdi-hook.
+	DriverRoot        string
+	DevRoot           string
+	NVIDIACDIHookPath string
 
 	// PluginDir is the kubelet's device-plugin directory; empty turns the
 	// device plugins off (podman/containerd-only hosts).

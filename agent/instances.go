@@ -30,6 +30,12 @@ func (a *Agent) cdiOptions() []cdi.Option {
 		e := hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath, AgentSocket: a.cfg.Socket})
 		opts = append(opts, cdi.WithExtraEdits(toCDIEdits(e)))
 	}
+	if d := a.cdiDriver(); d != nil {
+		opts = append(opts, cdi.WithDriver(d))
+		if a.sim != nil {
+			opts = append(opts, cdi.WithExtraEdits(simDriverEdits(a.cfg.SimRoot)))
+		}
+	}
 	return opts
 }
 

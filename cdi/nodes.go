@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/migpro/migpro/gpu"
+	"golang.org/x/sys/unix"
 	specs "tags.cncf.io/container-device-interface/specs-go"
 )
 
@@ -56,9 +57,12 @@ func readCapsMinor(path string) (int, error) {
 }
 
 // deviceNodes lists the nodes a container needs to use instance i, with host
-// paths inside paths.DevDir. Every host node must exist and be a character
-// device, so a spec never names a node a runtime cannot find.
-func deviceNodes(i Instance, paths gpu.DriverPaths) ([]*specs.DeviceNode, error) {
+// paths inside paths.DevDir: the control nodes (unless control is false,
+// when the driver's common edits carry them) and the instance's own. Every
+// host node must exist and be a character device, so a spec never names a
+// node a runtime cannot find. The entries are what nvcdi writes for the same
+// nodes: path, host path, major, minor, file mode, group and "rwm".
+func deviceNodes(i Instance, paths gpu.DriverPaths, control bool) ([]*specs.DeviceNode, error) {
 	if paths.DevDir == "" || paths.CapsDir == "" {
 		return nil, fmt.Errorf("driver paths are not set (dev dir %q, caps dir %q)", paths.DevDir, paths.CapsDir)
 	}
@@ -70,43 +74,57 @@ func deviceNodes(i Instance, paths gpu.DriverPaths) ([]*specs.DeviceNode, error)
 	if err != nil {
 		return nil, err
 	}
-	rel := []string{
-		fmt.Sprintf("nvidia%d", i.GPUMinor),
-		"nvidiactl",
-		"nvidia-uvm",
-		"nvidia-uvm-tools",
+	rel := []string{fmt.Sprintf("nvidia%d", i.GPUMinor)}
+	if control {
+		rel = append(rel, controlNodes...)
+	}
+	rel = append(rel,
 		filepath.Join("nvidia-caps", fmt.Sprintf("nvidia-cap%d", giMinor)),
 		filepath.Join("nvidia-caps", fmt.Sprintf("nvidia-cap%d", ciMinor)),
-	}
+	)
 	nodes := make([]*specs.DeviceNode, 0, len(rel))
 	for _, r := range rel {
-		host := filepath.Join(paths.DevDir, r)
-		if err := checkCharDevice(host); err != nil {
+		n, err := specNode(paths.DevDir, r)
+		if err != nil {
 			return nil, err
 		}
-		nodes = append(nodes, specNode(paths.DevDir, r))
+		nodes = append(nodes, n)
 	}
 	return nodes, nil
 }
 
+// controlNodes are the driver's nodes every instance needs, relative to the
+// dev dir.
+var controlNodes = []string{"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}
+
 // specNode is the spec's entry for node rel of devDir: the standard /dev path
-// in the container, and the host path only when it differs, since hostPath
-// needs cdiVersion 0.5.0.
-func specNode(devDir, rel string) *specs.DeviceNode {
-	n := &specs.DeviceNode{Path: filepath.Join(containerDevDir, rel)}
-	if host := filepath.Join(devDir, rel); host != n.Path {
+// in the container, the host path only when it differs (hostPath needs
+// cdiVersion 0.5.0), and the node's numbers, mode and group as the host has
+// them. The owner is left out, so the runtime gives the container's user.
+func specNode(devDir, rel string) (*specs.DeviceNode, error) {
+	host := filepath.Join(devDir, rel)
+	var st unix.Stat_t
+	if err := unix.Stat(host, &st); err != nil {
+		return nil, fmt.Errorf("device node: stat %s: %w", host, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return nil, fmt.Errorf("device node %s is not a character device (mode %s)", host, os.FileMode(st.Mode))
+	}
+	n := &specs.DeviceNode{
+		Path:        filepath.Join(containerDevDir, rel),
+		Major:       int64(unix.Major(st.Rdev)),
+		Minor:       int64(unix.Minor(st.Rdev)),
+		Permissions: "rwm",
+	}
+	if host != n.Path {
 		n.HostPath = host
 	}
-	return n
-}
-
-func checkCharDevice(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("device node: %w", err)
+	if m := os.FileMode(st.Mode &^ unix.S_IFMT); m != 0 {
+		n.FileMode = &m
 	}
-	if fi.Mode()&os.ModeCharDevice == 0 {
-		return fmt.Errorf("device node %s is not a character device (mode %s)", path, fi.Mode())
+	if st.Gid != 0 {
+		g := st.Gid
+		n.GID = &g
 	}
-	return nil
+	return n, nil
 }

@@ -19,11 +19,12 @@ const (
 type Option func(*config)
 
 type config struct {
-	dir   string
-	kind  string
-	extra specs.ContainerEdits
-	fsync bool
-	log   logrus.FieldLogger
+	dir    string
+	kind   string
+	extra  specs.ContainerEdits
+	driver Driver
+	fsync  bool
+	log    logrus.FieldLogger
 }
 
 // WithSpecDir sets the directory the specs are written to.
@@ -33,11 +34,18 @@ func WithSpecDir(dir string) Option { return func(c *config) { c.dir = dir } }
 func WithKind(kind string) Option { return func(c *config) { c.kind = kind } }
 
 // WithExtraEdits adds edits (hooks, mounts, env, device nodes) to every
-// instance's device, after migpro's own. The agent passes the hook package's
-// telemetry hook, shim mount and env here. The edits are copied.
+// instance's device, after migpro's own; given more than once, the edits
+// add up in order. The agent passes the hook package's telemetry hook, shim
+// mount and env here. The edits are copied.
 func WithExtraEdits(e specs.ContainerEdits) Option {
-	return func(c *config) { c.extra = cloneEdits(e) }
+	return func(c *config) { c.extra = appendEdits(c.extra, e) }
 }
+
+// WithDriver composes every spec with the driver's edits: its common edits
+// (libraries, binaries, firmware, IPC sockets, control nodes, hooks) at the
+// spec level, read once by NewWriter, and its device edits for each instance
+// where it can make them. Without it, specs carry migpro's device nodes only.
+func WithDriver(d Driver) Option { return func(c *config) { c.driver = d } }
 
 // WithLogger sets the logger; the default is logrus's standard logger.
 func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = l } }

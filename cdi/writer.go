@@ -31,6 +31,8 @@ type Writer struct {
 	kind          string
 	vendor, class string
 	extra         specs.ContainerEdits
+	driver        Driver
+	common        specs.ContainerEdits // the driver's, cleaned; empty without one
 	fsync         bool
 	log           logrus.FieldLogger
 
@@ -67,7 +69,14 @@ func NewWriter(opts ...Option) (*Writer, error) {
 		return nil, fmt.Errorf("cdi: create spec directory: %w", err)
 	}
 	w := &Writer{dir: c.dir, kind: c.kind, vendor: vendor, class: class, extra: c.extra, fsync: c.fsync,
-		log: c.log.WithField("component", "cdi")}
+		driver: c.driver, log: c.log.WithField("component", "cdi")}
+	if c.driver != nil {
+		common, err := commonEdits(c.driver)
+		if err != nil {
+			return nil, fmt.Errorf("cdi: %w", err)
+		}
+		w.common = common
+	}
 	removeStaleTemps(w.dir, w.filePrefix())
 	return w, nil
 }
@@ -155,15 +164,16 @@ func (w *Writer) build(i Instance, paths gpu.DriverPaths) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := deviceNodes(i, paths)
+	dev, err := w.deviceEdits(i, paths)
 	if err != nil {
 		return nil, err
 	}
 	spec := &specs.Spec{
-		Kind: w.kind,
+		Kind:           w.kind,
+		ContainerEdits: cloneEdits(w.common),
 		Devices: []specs.Device{{
 			Name:           name,
-			ContainerEdits: appendEdits(instanceEdits(i, nodes), w.extra),
+			ContainerEdits: appendEdits(dev, w.extra),
 		}},
 	}
 	// There is no default version: set the lowest one the content needs.
@@ -171,6 +181,26 @@ func (w *Writer) build(i Instance, paths gpu.DriverPaths) (*specs.Spec, error) {
 		return nil, fmt.Errorf("determine cdiVersion: %w", err)
 	}
 	return spec, nil
+}
+
+// deviceEdits are the instance's device edits: the driver's where it makes
+// them, migpro's own device nodes otherwise (with the control nodes unless
+// the driver's common edits carry them), and the instance's env.
+func (w *Writer) deviceEdits(i Instance, paths gpu.DriverPaths) (specs.ContainerEdits, error) {
+	if w.driver != nil {
+		e, ok, err := w.driver.DeviceEdits(i)
+		if err != nil {
+			return specs.ContainerEdits{}, err
+		}
+		if ok {
+			return appendEdits(instanceEdits(i, nil), e), nil
+		}
+	}
+	nodes, err := deviceNodes(i, paths, w.driver == nil)
+	if err != nil {
+		return specs.ContainerEdits{}, err
+	}
+	return instanceEdits(i, nodes), nil
 }
 
 // Remove deletes the spec of the instance with this MIG UUID. Removing a spec

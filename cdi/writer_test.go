@@ -225,10 +225,19 @@ func TestDeviceName(t *testing.T) {
 // On a real node (DevDir /dev) the spec needs no hostPath and so only
 // cdiVersion 0.3.0; with a simulated GPU's own dir it needs 0.5.0.
 func TestVersionWithRealPaths(t *testing.T) {
-	for _, c := range []struct{ devDir, want string }{{"/dev", "0.3.0"}, {"/sim/dev", "0.5.0"}} {
+	d := newDriverWithInstance(t)
+	for _, c := range []struct {
+		devDir string
+		rels   []string
+		want   string
+	}{{"/dev", []string{"null", "zero"}, "0.3.0"}, {d.paths.DevDir, []string{"nvidia0", "nvidiactl", "nvidia-caps/nvidia-cap21"}, "0.5.0"}} {
 		var nodes []*specs.DeviceNode
-		for _, r := range []string{"nvidia0", "nvidiactl", "nvidia-caps/nvidia-cap21"} {
-			nodes = append(nodes, specNode(c.devDir, r))
+		for _, r := range c.rels {
+			n, err := specNode(c.devDir, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes = append(nodes, n)
 		}
 		spec := &specs.Spec{Kind: DefaultKind, Devices: []specs.Device{{Name: testInstance.UUID, ContainerEdits: instanceEdits(testInstance, nodes)}}}
 		got, err := specs.MinimumRequiredVersion(spec)

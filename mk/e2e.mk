@@ -11,9 +11,9 @@ E2E_TIMEOUT ?= 40m
 E2E_RUN     ?=
 E2E_FLAGS   ?= -v
 
-.PHONY: e2e e2e-deps e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd
+.PHONY: e2e e2e-deps e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd e2e-deps-nvidia-cdi-hook
 
-e2e-deps: e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd
+e2e-deps: e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd e2e-deps-nvidia-cdi-hook
 	@echo "[e2e] dependencies ready in $${MIGPRO_E2E_CACHE:-/var/cache/migpro-e2e}"
 
 e2e-deps-podman:
@@ -27,6 +27,9 @@ e2e-deps-kube:
 
 e2e-deps-etcd:
 	@bash e2e/setup/etcd.sh
+
+e2e-deps-nvidia-cdi-hook:
+	@bash e2e/setup/nvidia-cdi-hook.sh
 
 e2e: e2e-deps
 	@echo "[e2e] go test -tags e2e ./e2e/... (timeout $(E2E_TIMEOUT)$(if $(E2E_RUN), -run $(E2E_RUN)))"

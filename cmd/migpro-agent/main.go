@@ -13,6 +13,7 @@ import (
 
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/agent/kube"
+	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/plugin/podresources"
 )
@@ -35,6 +36,9 @@ func run(args []string) error {
 	fs.StringVar(&cfg.StateDir, "state-dir", def.StateDir, "directory of the checkpoint")
 	fs.StringVar(&cfg.CDISpecDir, "cdi-dir", def.CDISpecDir, "CDI spec directory")
 	fs.StringVar(&cfg.CDIKind, "cdi-kind", def.CDIKind, "CDI kind of the instances")
+	fs.StringVar(&cfg.DriverRoot, "driver-root", "", "root of the NVIDIA driver's libraries and binaries put in the CDI specs (default /; with --simulate, the simulated node's root)")
+	fs.StringVar(&cfg.DevRoot, "dev-root", "", "root of the NVIDIA device nodes, the directory holding dev/ (default: the driver root)")
+	fs.StringVar(&cfg.NVIDIACDIHookPath, "nvidia-cdi-hook-path", cdi.DefaultNVIDIACDIHookPath, "host path of nvidia-cdi-hook named in the CDI specs' hooks")
 	fs.StringVar(&cfg.PluginDir, "plugin-dir", defaults.PluginDir, "kubelet device-plugin directory; empty disables the plugins")
 	fs.StringVar(&cfg.Domain, "domain", def.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server, for the cluster demand source (default: in-cluster config when KUBERNETES_SERVICE_HOST is set, else off)")

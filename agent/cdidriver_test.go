@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
+)
+
+// simulatedAgent starts an agent on a simulated A100 (Config.Simulate, the
+// way migpro-agent --simulate does), with the simulated driver's files
+// installed under its root when withDriver is set, and allocates a 1g.5gb.
+// It returns the instance's spec as a runtime reads it.
+func simulatedAgent(t *testing.T, withDriver bool) (*cdiapi.Spec, Config) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the simulated GPU's device nodes need root")
+	}
+	dir := t.TempDir()
+	cfg := Config{Simulate: "a100-40gb", SimRoot: filepath.Join(dir, "sim"), StateDir: filepath.Join(dir, "state"),
+		CDISpecDir: filepath.Join(dir, "cdi"), Socket: filepath.Join(dir, "a.sock"), TelemetryDir: TelemetryOff,
+		AssignGrace: time.Nanosecond, NVIDIACDIHookPath: "/opt/test/nvidia-cdi-hook"}
+	if withDriver {
+		stubs, err := simdrivertest.Build(filepath.Join(dir, "stubs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := simgpu.InstallDriverRoot(cfg.SimRoot, stubs.Dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := New(cfg, WithLogger(quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.node.Close() })
+	resp, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := a.cdi.SpecPath(resp.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cdiapi.ReadSpec(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cfg
+}
+
+// With the simulated driver installed under the simulated node's root (the
+// default driver and dev root with Simulate), the agent's specs carry the
+// driver: its libraries and nvidia-smi from that root, the hooks at the
+// configured nvidia-cdi-hook path, and the simulated driver's state dir.
+func TestSimulatedAgentSpecsCarryTheDriver(t *testing.T) {
+	s, cfg := simulatedAgent(t, true)
+	var targets, hosts []string
+	for _, m := range s.ContainerEdits.Mounts {
+		targets = append(targets, m.ContainerPath)
+		hosts = append(hosts, m.HostPath)
+	}
+	for _, want := range []string{"/usr/lib/x86_64-linux-gnu/libcuda.so." + simgpu.DriverVersion, "/usr/bin/nvidia-smi"} {
+		if !slices.Contains(targets, want) {
+			t.Errorf("spec mounts %v lack %s", targets, want)
+		}
+	}
+	for _, h := range hosts {
+		if !strings.HasPrefix(h, cfg.SimRoot+"/") {
+			t.Errorf("mount from %s, outside the simulated root %s", h, cfg.SimRoot)
+		}
+	}
+	if len(s.ContainerEdits.Hooks) == 0 {
+		t.Fatal("spec has no driver hooks")
+	}
+	for _, h := range s.ContainerEdits.Hooks {
+		if h.Path != cfg.NVIDIACDIHookPath {
+			t.Errorf("hook %v runs %s, want %s", h.Args, h.Path, cfg.NVIDIACDIHookPath)
+		}
+	}
+	var state bool
+	for _, m := range s.Devices[0].ContainerEdits.Mounts {
+		state = state || (m.ContainerPath == simgpu.ContainerStateDir && m.HostPath == filepath.Join(cfg.SimRoot, simgpu.StateDirName))
+	}
+	if !state {
+		t.Errorf("device mounts %+v lack the simulated driver's state dir", s.Devices[0].ContainerEdits.Mounts)
+	}
+	if s.Version != "0.5.0" {
+		t.Errorf("cdiVersion %s, want 0.5.0", s.Version)
+	}
+}
+
+// Without the driver's files the agent still starts, and its specs carry the
+// six device nodes and no driver part.
+func TestSimulatedAgentWithoutDriverFiles(t *testing.T) {
+	s, _ := simulatedAgent(t, false)
+	if len(s.ContainerEdits.Mounts) != 0 || len(s.ContainerEdits.Hooks) != 0 {
+		t.Errorf("spec has driver edits without a driver: %+v", s.ContainerEdits)
+	}
+	if n := len(s.Devices[0].ContainerEdits.DeviceNodes); n != 6 {
+		t.Errorf("spec has %d device nodes, want 6", n)
+	}
+	for _, m := range s.Devices[0].ContainerEdits.Mounts {
+		if m.ContainerPath == simgpu.ContainerStateDir {
+			t.Errorf("state dir mounted without the driver")
+		}
+	}
+}

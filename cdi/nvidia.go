@@ -1,0 +1,191 @@
+package cdi
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/nvidia-container-toolkit/pkg/nvcdi"
+	"github.com/sirupsen/logrus"
+	specs "tags.cncf.io/container-device-interface/specs-go"
+)
+
+// Defaults of NVIDIA's own tools (nvidia-ctk cdi generate, the device
+// plugin): the driver is installed at /, device nodes are under the driver
+// root, and the hook binary is /usr/bin/nvidia-cdi-hook.
+const (
+	DefaultDriverRoot        = "/"
+	DefaultNVIDIACDIHookPath = "/usr/bin/nvidia-cdi-hook"
+	defaultMIGMinorsFile     = "/proc/driver/nvidia-caps/mig-minors"
+)
+
+// DriverConfig says where the driver is and how its edits are made.
+type DriverConfig struct {
+	// NVML is the agent's own NVML: the real library or the simulated one.
+	// It gives the driver version, which selects the driver's files.
+	NVML nvml.Interface
+	// DriverRoot is where the driver's libraries and binaries are installed
+	// (default DefaultDriverRoot).
+	DriverRoot string
+	// DevRoot is the directory holding dev/ with the driver's device nodes
+	// (default: DriverRoot).
+	DevRoot string
+	// HookPath is the host path of nvidia-cdi-hook put in the specs' hooks
+	// (default DefaultNVIDIACDIHookPath).
+	HookPath string
+	// DeviceEdits lets nvcdi make the instances' device edits too. It works
+	// only on a host whose driver lists the MIG capability minors in
+	// /proc/driver/nvidia-caps/mig-minors (a real driver); a simulated GPU
+	// leaves it off and migpro's own device-node edits are used.
+	DeviceEdits bool
+	// Logger receives nvcdi's messages (default logrus's standard logger).
+	Logger logrus.FieldLogger
+}
+
+// NVIDIADriver makes the driver's edits with NVIDIA's nvcdi (the library
+// behind nvidia-ctk cdi generate, NVIDIA's device plugin and DRA driver),
+// driven by the NVML it is given.
+type NVIDIADriver struct {
+	lib         nvcdi.Interface
+	version     string
+	deviceEdits bool
+	minorsFile  string
+	log         logrus.FieldLogger
+
+	once      sync.Once
+	common    specs.ContainerEdits
+	commonErr error
+}
+
+var _ Driver = (*NVIDIADriver)(nil)
+
+// NewNVIDIADriver checks the configuration and reads the driver version
+// through NVML. It fails when the driver root does not exist or NVML gives no
+// driver version.
+func NewNVIDIADriver(c DriverConfig) (*NVIDIADriver, error) {
+	if c.NVML == nil {
+		return nil, errors.New("NVIDIA driver edits: no NVML library")
+	}
+	if c.DriverRoot == "" {
+		c.DriverRoot = DefaultDriverRoot
+	}
+	if c.DevRoot == "" {
+		c.DevRoot = c.DriverRoot
+	}
+	if c.HookPath == "" {
+		c.HookPath = DefaultNVIDIACDIHookPath
+	}
+	if c.Logger == nil {
+		c.Logger = logrus.StandardLogger()
+	}
+	for _, d := range []struct{ flag, dir string }{{"driver root", c.DriverRoot}, {"dev root", c.DevRoot}} {
+		fi, err := os.Stat(d.dir)
+		if err != nil {
+			return nil, fmt.Errorf("NVIDIA driver edits: %s: %w", d.flag, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("NVIDIA driver edits: %s %s is not a directory", d.flag, d.dir)
+		}
+	}
+	version, err := driverVersion(c.NVML)
+	if err != nil {
+		return nil, fmt.Errorf("NVIDIA driver edits: %w", err)
+	}
+	log := c.Logger.WithField("component", "nvcdi")
+	lib, err := nvcdi.New(
+		nvcdi.WithMode(nvcdi.ModeNvml),
+		nvcdi.WithNvmlLib(c.NVML),
+		nvcdi.WithDriverRoot(c.DriverRoot),
+		nvcdi.WithDevRoot(c.DevRoot),
+		nvcdi.WithNVIDIACDIHookPath(c.HookPath),
+		nvcdi.WithLogger(nvcdiLogger{log}),
+		// Additional GIDs need cdiVersion 0.7.0, which podman 4.3 cannot
+		// read; the device nodes' own modes and the runtime's device cgroup
+		// rules already grant access.
+		nvcdi.WithFeatureFlags(nvcdi.FeatureNoAdditionalGIDsForDeviceNodes, nvcdi.FeatureDisableNvsandboxUtils),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("NVIDIA driver edits: %w", err)
+	}
+	return &NVIDIADriver{lib: lib, version: version, deviceEdits: c.DeviceEdits, minorsFile: defaultMIGMinorsFile, log: log}, nil
+}
+
+// driverVersion asks NVML for the driver version, e.g. "570.86.15".
+func driverVersion(lib nvml.Interface) (string, error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		return "", fmt.Errorf("initialise NVML: %v", ret)
+	}
+	defer lib.Shutdown()
+	v, ret := lib.SystemGetDriverVersion()
+	if ret != nvml.SUCCESS {
+		return "", fmt.Errorf("read the driver version through NVML: %v", ret)
+	}
+	if v == "" {
+		return "", errors.New("NVML reports an empty driver version")
+	}
+	return v, nil
+}
+
+// Version is the driver version the edits were made for.
+func (d *NVIDIADriver) Version() string { return d.version }
+
+// CommonEdits returns nvcdi's common edits. It fails when the driver's
+// libraries for the NVML-reported version are not under the driver root.
+// They are discovered once: a driver upgrade is seen by a new NVIDIADriver,
+// made when the agent starts again.
+func (d *NVIDIADriver) CommonEdits() (specs.ContainerEdits, error) {
+	d.once.Do(func() { d.common, d.commonErr = d.discoverCommon() })
+	return cloneEdits(d.common), d.commonErr
+}
+
+func (d *NVIDIADriver) discoverCommon() (specs.ContainerEdits, error) {
+	e, err := d.lib.GetCommonEdits()
+	if err != nil {
+		return specs.ContainerEdits{}, fmt.Errorf("driver %s: %w", d.version, err)
+	}
+	if e == nil || e.ContainerEdits == nil {
+		return specs.ContainerEdits{}, fmt.Errorf("driver %s: nvcdi returned no common edits", d.version)
+	}
+	if len(e.Mounts) == 0 {
+		return specs.ContainerEdits{}, fmt.Errorf("driver %s: no driver libraries found for this version", d.version)
+	}
+	return *e.ContainerEdits, nil
+}
+
+// DeviceEdits returns nvcdi's edits for the MIG device when DeviceEdits was
+// set and the host's MIG minors file exists, and ok false otherwise.
+func (d *NVIDIADriver) DeviceEdits(i Instance) (specs.ContainerEdits, bool, error) {
+	if !d.deviceEdits {
+		return specs.ContainerEdits{}, false, nil
+	}
+	if _, err := os.Stat(d.minorsFile); errors.Is(err, fs.ErrNotExist) {
+		return specs.ContainerEdits{}, false, nil
+	}
+	return nvcdiMIGEdits(d.lib, i)
+}
+
+// nvcdiMIGEdits asks nvcdi for the edits of one MIG device by its UUID.
+func nvcdiMIGEdits(lib nvcdi.Interface, i Instance) (specs.ContainerEdits, bool, error) {
+	devs, err := lib.GetDeviceSpecsByID(migUUID(i.UUID))
+	if err != nil {
+		return specs.ContainerEdits{}, false, fmt.Errorf("nvcdi device edits for %s: %w", i, err)
+	}
+	if len(devs) == 0 {
+		return specs.ContainerEdits{}, false, fmt.Errorf("nvcdi device edits for %s: no device", i)
+	}
+	return devs[0].ContainerEdits, true, nil
+}
+
+// nvcdiLogger passes nvcdi's messages to logrus. nvcdi warns about every
+// optional file a driver may lack (graphics libraries, IPC sockets), so its
+// warnings are logged at debug level.
+type nvcdiLogger struct{ l logrus.FieldLogger }
+
+func (n nvcdiLogger) Debugf(f string, a ...any)   { n.l.Debugf(f, a...) }
+func (n nvcdiLogger) Errorf(f string, a ...any)   { n.l.Errorf(f, a...) }
+func (n nvcdiLogger) Infof(f string, a ...any)    { n.l.Debugf(f, a...) }
+func (n nvcdiLogger) Warningf(f string, a ...any) { n.l.Debugf(f, a...) }
+func (n nvcdiLogger) Tracef(f string, a ...any)   { n.l.Debugf(f, a...) }
