@@ -33,6 +33,7 @@ type Agent struct {
 	cfg  Config
 	log  logrus.FieldLogger
 	node gpu.Node
+	sim  *simgpu.Node // set when simulating: its root holds the simulated driver
 	part *partitioner.Partitioner
 	cdi  *cdi.Writer
 	ckpt *checkpointStore
@@ -155,7 +156,7 @@ func (a *Agent) openNode() error {
 	if err != nil {
 		return fmt.Errorf("simulated GPUs: %w", err)
 	}
-	a.node = n
+	a.node, a.sim = n, n
 	return nil
 }
 
