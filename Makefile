@@ -22,7 +22,7 @@ build:
 demo: build
 	$(BIN)/migctl demo
 
-lint:
+lint: golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
