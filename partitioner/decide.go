@@ -73,7 +73,7 @@ func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
 	if best == nil {
 		return Plan{}, false
 	}
-	return Plan{Profile: profile, GPU: best.GPU, Reuse: best, Reachable: bestC.After, Before: bestC.Before}, true
+	return Plan{Profile: profile, GPU: best.GPU, Reuse: best, Reachable: bestC.After, Before: bestC.Before, Loss: bestC.Loss, GPULoss: bestC.GPULoss}, true
 }
 
 // reuseCandidate scores reusing r as a placement into the slot's committed
@@ -159,7 +159,7 @@ func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, 
 	if best == nil {
 		return Plan{}, false
 	}
-	plan := Plan{Profile: profile, GPU: best.GPU, Reachable: best.After, Before: best.Before}
+	plan := Plan{Profile: profile, GPU: best.GPU, Reachable: best.After, Before: best.Before, Loss: best.Loss, GPULoss: best.GPULoss}
 	for _, k := range best.destroy {
 		r := best.slot.records[k]
 		plan.Steps = append(plan.Steps, Step{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID})
