@@ -33,6 +33,12 @@ func (p *Partitioner) decidePinned(profile string, pin *Pin) (Plan, error) {
 	if !offered {
 		return Plan{}, fmt.Errorf("%s: %w (offered: %v)", profile, ErrUnknownProfile, p.Profiles())
 	}
+	if fp, ok := p.policy.(IdleAsFreePolicy); ok && fp.IdleAsFree() {
+		if plan, ok := p.planFree(profile, pin); ok {
+			return plan, nil
+		}
+		return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
+	}
 	if plan, ok := p.planReuse(profile, pin); ok {
 		return plan, nil
 	}

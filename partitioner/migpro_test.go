@@ -56,3 +56,53 @@ func TestMigproKeepsProfilesOnlySomeGPUsOffer(t *testing.T) {
 		t.Logf("reachability served all three too")
 	}
 }
+
+// Defragmentation: idle instances are free space to migpro. A 4g.20gb
+// (slots 0-3 only) is blocked by idle 1g instances at 0 and 2 while an
+// in-use 3g sits at 4: migpro destroys exactly the idle ones in the way,
+// never the in-use one, and the in-use instance is still there after.
+func TestDefragmentationNeverTouchesInUse(t *testing.T) {
+	node := newSim(t, "a100-40gb")
+	p := newPart(t, node, WithPolicy(FirstFit{})) // lay the instances out by hand
+	for _, pin := range []Pin{{0, 0}, {0, 2}} {
+		in, _, err := p.AllocateAt(context.Background(), "1g.5gb", &pin, "tmp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Release(in.UUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy, _, err := p.AllocateAt(context.Background(), "3g.20gb", &Pin{0, 4}, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := newPart(t, node) // migpro, adopting the same GPU
+	if _, err := mp.Assign(busy.UUID, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	in, plan, err := mp.Allocate(context.Background(), "4g.20gb", "new")
+	if err != nil {
+		t.Fatalf("4g.20gb: %v (plan %v)", err, plan)
+	}
+	destroyed := 0
+	for _, s := range plan.Steps {
+		if s.Kind == StepDestroy {
+			destroyed++
+			if s.GIID == busy.GIID {
+				t.Fatalf("plan %v destroys the in-use instance", plan)
+			}
+		}
+	}
+	if destroyed != 2 || in.Placement.Start != 0 {
+		t.Fatalf("plan %v: want the two idle 1g destroyed and the 4g at slot 0", plan)
+	}
+	if got, err := mp.Find(busy.UUID); err != nil || got.State != InUse {
+		t.Fatalf("in-use instance after defragmentation: %+v, %v", got, err)
+	}
+	agreeWithDriver(t, mp, node)
+	// With every instance in use, nothing is destroyed: it waits.
+	if _, plan, err := mp.Allocate(context.Background(), "3g.20gb", "x"); !errors.Is(err, ErrMustWait) {
+		t.Fatalf("3g.20gb with only in-use instances on the GPU: plan %v, err %v; want must-wait", plan, err)
+	}
+}

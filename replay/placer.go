@@ -30,8 +30,8 @@ type offer struct {
 	kept     [2]int
 	// loss and gpuLoss are the plan's demand-weighted losses (migpro).
 	loss, gpuLoss float64
-	memory   uint64 // instance memory (static best fit)
-	pin      *partitioner.Pin
+	memory        uint64 // instance memory (static best fit)
+	pin           *partitioner.Pin
 }
 
 // placer is how a policy turns a request into an instance. plan answers
@@ -79,6 +79,12 @@ func (p pcieAware) BetterReuse(a, b partitioner.Candidate) bool {
 		return rp.BetterReuse(a, b)
 	}
 	return partitioner.Reachability{}.BetterReuse(a, b)
+}
+
+// IdleAsFree keeps the base policy's treatment of idle instances.
+func (p pcieAware) IdleAsFree() bool {
+	fp, ok := p.base.(partitioner.IdleAsFreePolicy)
+	return ok && fp.IdleAsFree()
 }
 
 // dynamic places through each node's real partitioner.

@@ -70,16 +70,19 @@ type Policy struct {
 	// peaks of earlier runs of the same key) and moves a run to a larger
 	// profile when the predictor marks it, instead of waiting for the OOM.
 	Predict bool
+	// Reserve holds a GPU for a job that has waited longer than
+	// starveFactor times its own run time (migpro only).
+	Reserve bool
 	// PCIeAware prefers, for PCIe-heavy jobs, the GPU with the fewest
 	// PCIe-heavy runs.
 	PCIeAware bool
 }
 
 // Policies are the standard policies: (1) sequential, (2) static, (3)
-// first-fit, the thesis's reachability count, (4) migpro, (5) migpro with
-// prediction, (6) migpro with the thesis's orderings A (smallest first) and
-// B (FIFO) and the largest-first ordering, and migpro's PCIe-aware GPU
-// choice.
+// first-fit, the thesis's reachability count, (4) migpro, migpro with
+// reservations against starvation, (5) migpro with prediction, (6) migpro
+// with the thesis's orderings A (smallest first) and B (FIFO) and the
+// largest-first ordering, and migpro's PCIe-aware GPU choice.
 func Policies() []Policy {
 	return []Policy{
 		{Name: "sequential", Kind: Static, FullGPU: true, Layout: "all-full"},
@@ -87,6 +90,7 @@ func Policies() []Policy {
 		{Name: "first-fit", Kind: FirstFit},
 		{Name: "reachability", Kind: Reachability},
 		{Name: "migpro", Kind: Migpro},
+		{Name: "migpro+reserve", Kind: Migpro, Reserve: true},
 		{Name: "migpro+predict", Kind: Migpro, Predict: true},
 		{Name: "migpro/A-size", Kind: Migpro, Order: SmallFirst},
 		{Name: "migpro/A-largest", Kind: Migpro, Order: LargeFirst},

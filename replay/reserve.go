@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"os"
 	"math/bits"
 
 	"github.com/migpro/migpro/partitioner"
@@ -10,14 +9,14 @@ import (
 
 // Planning for the known queue (migpro only). Before each scan every node's
 // partitioner is told what waits, by profile, so it keeps room for the queue
-// while it places; and a job that has waited longer than starveFactor times
-// its own run time gets a reservation: one GPU is held for its profile (no
+// while it places; and, under a policy with Reserve, a job that has waited
+// longer than starveFactor times its own run time gets a reservation: one GPU is held for its profile (no
 // other request reuses or creates there), so releases there add up until it
 // fits, while every other GPU keeps serving the rest (backfill).
 
 // starveFactor is how many times its own run time a job may wait before a
-// GPU is reserved for it.
-const starveFactor = 2.0
+// GPU is reserved for it (policies with Reserve).
+const starveFactor = 4.0
 
 // reservation is the one standing reservation of a run.
 type reservation struct {
@@ -31,7 +30,6 @@ func (e *engine) planQueue() error {
 	if e.pol.Kind != Migpro {
 		return nil
 	}
-	if os.Getenv("XP_NOPEND") == "" {
 	counts := map[string]int{}
 	for _, j := range e.queue {
 		counts[j.profile.Name]++
@@ -42,8 +40,7 @@ func (e *engine) planQueue() error {
 	for _, nd := range e.nodes {
 		nd.part.ObservePending(counts)
 	}
-	}
-	if e.pol.Order == FIFO || e.resv != nil || os.Getenv("XP_NORESV") != "" {
+	if !e.pol.Reserve || e.pol.Order == FIFO || e.resv != nil {
 		return nil
 	}
 	var oldest *jobState
@@ -52,11 +49,7 @@ func (e *engine) planQueue() error {
 			oldest = j
 		}
 	}
-	sf := starveFactor
-	if v := os.Getenv("XP_SF"); v != "" {
-		fmt.Sscan(v, &sf)
-	}
-	if oldest == nil || e.now-oldest.waitSince <= sf*oldest.job.Runtime(oldest.profile.Slices, e.model.Slices) {
+	if oldest == nil || e.now-oldest.waitSince <= starveFactor*oldest.job.Runtime(oldest.profile.Slices, e.model.Slices) {
 		return nil
 	}
 	// The GPU whose held instances leave the most room clear of the

@@ -2,8 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"math"
 )
 
@@ -233,20 +231,6 @@ func (e *engine) finish(jobs []Job) {
 		sum += jct[i]
 	}
 	res.MeanJCT = sum / float64(len(jct))
-	if os.Getenv("XP_DEBUG") != "" {
-		by := map[string][2]float64{}
-		for i, j := range e.jobs {
-			k := strings.SplitN(j.job.ID, "-", 2)[0]
-			v := by[k]
-			v[0] += jct[i]
-			v[1]++
-			by[k] = v
-		}
-		for k, v := range by {
-			fmt.Fprintf(os.Stderr, "%s %s n=%.0f meanJCT=%.0f\n", res.Policy, k, v[1], v[0]/v[1])
-		}
-	}
-	res.P95JCT = percentile(jct, 0.95)
 	if res.Makespan > 0 {
 		res.Throughput = float64(len(jobs)) / res.Makespan
 		gpus := float64(e.cfg.Nodes * e.cfg.GPUsPerNode)
