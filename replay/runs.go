@@ -231,6 +231,7 @@ func (e *engine) finish(jobs []Job) {
 		sum += jct[i]
 	}
 	res.MeanJCT = sum / float64(len(jct))
+	res.P95JCT = percentile(jct, 0.95)
 	if res.Makespan > 0 {
 		res.Throughput = float64(len(jobs)) / res.Makespan
 		gpus := float64(e.cfg.Nodes * e.cfg.GPUsPerNode)
