@@ -53,7 +53,7 @@ func TestPlanReproducesReachabilityFacts(t *testing.T) {
 }
 
 func TestPlanFillsSmallProfilesFromTheTop(t *testing.T) {
-	ops := []string{"--simulate", "a100-40gb"}
+	ops := []string{"--policy", "reachability", "--simulate", "a100-40gb"} // the thesis count fills from the top
 	for i := 0; i < 7; i++ {
 		ops = append(ops, "1g.5gb")
 	}
