@@ -53,11 +53,11 @@ func TestPlanReproducesReachabilityFacts(t *testing.T) {
 }
 
 func TestPlanFillsSmallProfilesFromTheTop(t *testing.T) {
-	ops := []string{"--policy", "reachability", "--simulate", "a100-40gb"} // the thesis count fills from the top
+	ops := []string{"--simulate", "a100-40gb"}
 	for i := 0; i < 7; i++ {
 		ops = append(ops, "1g.5gb")
 	}
-	res := runPlanJSON(t, ops...)
+	res := runPlanJSON(t, append([]string{"--policy", "reachability"}, ops...)...) // the thesis count fills from the top
 	starts := map[int]int{} // alloc -> start
 	for _, in := range res.Instances {
 		starts[*in.Alloc] = in.Start
