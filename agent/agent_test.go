@@ -125,8 +125,14 @@ func TestRestartKeepsHoldersRemovesStaleSpecsAndRollsBackHalfMade(t *testing.T) 
 	}
 	profiles, _ := dev.Profiles()
 	for _, p := range profiles {
-		if p.Name == "1g.5gb" {
-			if _, err := dev.CreateGPUInstance(p.ID, p.Placements[0]); err != nil {
+		if p.Name == "1g.5gb" { // a half-made GI at the first free placement
+			var err error
+			for _, pl := range p.Placements {
+				if _, err = dev.CreateGPUInstance(p.ID, pl); err == nil {
+					break
+				}
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/predictor"
 )
 
@@ -49,7 +50,8 @@ type Config struct {
 	Kubeconfig string
 	NodeName   string
 
-	// Policy is the placement policy: reachability or first-fit.
+	// Policy is the placement policy: migpro (demand-aware, the default),
+	// reachability or first-fit (partitioner.PolicyNames).
 	Policy string
 	// Counted restricts the profiles reachability counts (default all).
 	Counted []string
@@ -96,7 +98,7 @@ func (c Config) Defaults() Config {
 	set(&c.CDISpecDir, "/var/run/cdi")
 	set(&c.CDIKind, defaults.CDIKind)
 	set(&c.Domain, defaults.Domain)
-	set(&c.Policy, "reachability")
+	set(&c.Policy, partitioner.DefaultPolicy.Name())
 	set(&c.TelemetryDir, "/run/migpro")
 	if c.SimRoot == "" {
 		c.SimRoot = c.StateDir + "/sim"

@@ -16,3 +16,11 @@ simulate-report: build
 # One core, as the 5,000-job / 160-GPU target is stated.
 simulate-bench:
 	$(GO) test -run '^$$' -bench Stream -benchtime 1x -cpu 1 ./replay/
+
+# Placement against its baselines (docs/simulate.md, Results): the repo's
+# mixes and seeded online streams under first-fit, reachability and migpro,
+# then the decision time of each policy on a busy 8-GPU node.
+.PHONY: placement-bench
+placement-bench:
+	$(GO) test -run '^$$' -bench Policies -benchtime 1x ./replay/
+	$(GO) test -run '^$$' -bench Decision -benchtime 20000x ./partitioner/

@@ -31,48 +31,55 @@ func BenchmarkPrecompute(b *testing.B) {
 
 // BenchmarkDecision times one allocation decision (no NVML work) on a busy
 // 8-GPU node: every GPU half full of in-use and idle instances, so reuse,
-// create and reclaim are all considered (target: < 50 µs).
+// create and reclaim are all considered (target: < 50 µs), under each
+// policy on the same node state (first-fit is the baseline to read against).
 func BenchmarkDecision(b *testing.B) {
-	node := newSim(b, "a100-40gb:4,h100-80gb:4")
-	p := newPart(b, node)
-	r := rand.New(rand.NewSource(1))
-	profiles := p.Profiles()
-	for i := 0; i < 40; i++ {
-		in, _, err := p.Allocate(context.Background(), profiles[r.Intn(len(profiles))], "busy")
-		if err == nil && r.Intn(3) == 0 {
-			p.Release(in.UUID)
-		}
-	}
-	for _, prof := range []string{"1g.10gb", "3g.40gb", "7g.80gb"} {
-		b.Run(prof, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				if _, err := p.Plan(prof); err != nil && !errors.Is(err, ErrMustWait) {
-					b.Fatal(err)
-				}
+	for _, policy := range []Policy{FirstFit{}, Reachability{}, Migpro{}} {
+		node := newSim(b, "a100-40gb:4,h100-80gb:4")
+		p := newPart(b, node, WithPolicy(policy))
+		r := rand.New(rand.NewSource(1))
+		profiles := p.Profiles()
+		for i := 0; i < 40; i++ {
+			in, _, err := p.Allocate(context.Background(), profiles[r.Intn(len(profiles))], "busy")
+			if err == nil && r.Intn(3) == 0 {
+				p.Release(in.UUID)
 			}
-		})
+		}
+		p.ObservePending(map[string]int{"3g.40gb": 2, "1g.10gb": 5})
+		for _, prof := range []string{"1g.10gb", "3g.40gb", "7g.80gb"} {
+			b.Run(policy.Name()+"/"+prof, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if _, err := p.Plan(prof); err != nil && !errors.Is(err, ErrMustWait) {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 
 // BenchmarkPolicyStreams replays the same random request streams under
-// reachability and first-fit placement and reports how many requests each
+// migpro, reachability and first-fit placement and reports how many requests each
 // serves before the first one has to wait, and their ratio. The ratio is the
 // number to read; ns/op is only the cost of the replay.
 func BenchmarkPolicyStreams(b *testing.B) {
 	for _, spec := range []string{"a100-40gb:1", "a100-40gb:2,h100-80gb:1", "a30-24gb:2"} {
 		b.Run(spec, func(b *testing.B) {
-			var reach, ff float64
+			var mp, reach, ff float64
 			const streams = 100
 			for i := 0; i < b.N; i++ {
-				reach, ff = 0, 0
+				mp, reach, ff = 0, 0, 0
 				for seed := int64(1); seed <= streams; seed++ {
+					mp += float64(servedBeforeWait(b, spec, Migpro{}, seed))
 					reach += float64(servedBeforeWait(b, spec, Reachability{}, seed))
 					ff += float64(servedBeforeWait(b, spec, FirstFit{}, seed))
 				}
 			}
+			b.ReportMetric(mp/streams, "served-migpro")
 			b.ReportMetric(reach/streams, "served-reach")
 			b.ReportMetric(ff/streams, "served-firstfit")
-			b.ReportMetric(reach/ff, "ratio")
+			b.ReportMetric(mp/ff, "ratio-migpro")
+			b.ReportMetric(reach/ff, "ratio-reach")
 		})
 	}
 }

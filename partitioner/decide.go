@@ -33,6 +33,12 @@ func (p *Partitioner) decidePinned(profile string, pin *Pin) (Plan, error) {
 	if !offered {
 		return Plan{}, fmt.Errorf("%s: %w (offered: %v)", profile, ErrUnknownProfile, p.Profiles())
 	}
+	if fp, ok := p.policy.(IdleAsFreePolicy); ok && fp.IdleAsFree() {
+		if plan, ok := p.planFree(profile, pin); ok {
+			return plan, nil
+		}
+		return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
+	}
 	if plan, ok := p.planReuse(profile, pin); ok {
 		return plan, nil
 	}
@@ -45,56 +51,51 @@ func (p *Partitioner) decidePinned(profile string, pin *Pin) (Plan, error) {
 	return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
 }
 
-// planReuse picks the idle instance of the profile whose reuse keeps the most
-// layouts reachable once every other idle instance is counted as free space.
+// planReuse picks the idle instance of the profile the policy ranks best for
+// reuse. Each is scored as a placement into the slot with every idle instance
+// counted as free space.
 func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
 	var best *Instance
-	var bestRank reuseRank
-	var bestBefore int
-	for _, s := range p.slots {
+	var bestC Candidate
+	weights := p.shapeWeights()
+	for i, s := range p.slots {
+		if !p.reservationAllows(s, profile) {
+			continue
+		}
 		idle := s.idleKeys()
 		committed := s.state(idle)
+		used := s.state(nil).Slices
 		for key := range idle {
 			r := s.records[key]
 			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) {
 				continue
 			}
-			rank, ok := s.reuseRank(committed, r)
-			if ok && (best == nil || rank.better(bestRank)) {
-				best, bestRank, bestBefore = r, rank, s.geo.Reachable(committed)
+			c, ok := s.reuseCandidate(committed, r, weights[i], used)
+			if ok && (best == nil || betterReuse(p.policy, c, bestC)) {
+				best, bestC = r, c
 			}
 		}
 	}
 	if best == nil {
 		return Plan{}, false
 	}
-	return Plan{Profile: profile, GPU: best.GPU, Reuse: best, Reachable: bestRank.score, Before: bestBefore}, true
+	return Plan{Profile: profile, GPU: best.GPU, Reuse: best, Reachable: bestC.After, Before: bestC.Before, Loss: bestC.Loss, GPULoss: bestC.GPULoss}, true
 }
 
-// reuseRank is how good reusing an instance is: more layouts kept reachable,
-// then the lower GPU, then the higher slot.
-type reuseRank struct{ score, gpu, start int }
-
-func (a reuseRank) better(b reuseRank) bool {
-	if a.score != b.score {
-		return a.score > b.score
-	}
-	if a.gpu != b.gpu {
-		return a.gpu < b.gpu
-	}
-	return a.start > b.start
-}
-
-// reuseRank ranks reusing r, given the state of the slot's non-idle records.
-func (s *slot) reuseRank(committed geometry.State, r *Instance) (reuseRank, bool) {
+// reuseCandidate scores reusing r as a placement into the slot's committed
+// (non-idle) state.
+func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []float64, used int) (Candidate, bool) {
 	o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
 	if !ok {
-		return reuseRank{}, false
+		return Candidate{}, false
 	}
 	if r.State != Idle { // already counted as committed
 		committed = s.geo.Remove(committed, o.Index)
 	}
-	return reuseRank{s.geo.Reachable(s.geo.Add(committed, o.Index)), r.GPU, r.Placement.Start}, true
+	after := s.geo.Add(committed, o.Index)
+	return Candidate{GPU: r.GPU, Start: r.Placement.Start, Before: s.geo.Reachable(committed), After: s.geo.Reachable(after),
+		UsedSlices: used, Loss: s.geo.Capacity(committed, weight) - s.geo.Capacity(after, weight),
+		GPULoss: s.geo.Headroom(committed, weight) - s.geo.Headroom(after, weight)}, true
 }
 
 // choice is a candidate placement together with the idle records it destroys.
@@ -114,13 +115,17 @@ func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, 
 			best = &cc
 		}
 	}
-	for _, s := range p.slots {
+	weights := p.shapeWeights()
+	for i, s := range p.slots {
 		pr, ok := s.profiles[profile]
-		if !ok {
+		if !ok || !p.reservationAllows(s, profile) {
 			continue
 		}
 		current := s.state(nil)
 		before := s.geo.Reachable(current)
+		capBefore := s.geo.Capacity(current, weights[i])
+		roomBefore := s.geo.Headroom(current, weights[i])
+		var batch []choice
 		for _, skip := range p.destroySets(s, reclaim) {
 			if profileCount(s, profile, skip) >= pr.MaxCount {
 				continue
@@ -133,23 +138,34 @@ func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, 
 				}
 				sort.Ints(keys)
 			}
+			batch = batch[:0]
+			gpuLoss := 0.0
 			for _, o := range s.geo.Candidates(st, profile) {
 				if !pin.allows(s.dev.Index(), o.Placement.Start) {
 					continue
 				}
-				after := s.geo.Reachable(s.geo.Add(st, o.Index))
-				consider(choice{
-					Candidate: Candidate{GPU: s.dev.Index(), Start: o.Placement.Start, Before: before, After: after,
-						UsedSlices: current.Slices, Destroys: len(skip)},
+				next := s.geo.Add(st, o.Index)
+				c := choice{
+					Candidate: Candidate{GPU: s.dev.Index(), Start: o.Placement.Start, Before: before, After: s.geo.Reachable(next),
+						UsedSlices: current.Slices, Destroys: len(skip), Loss: capBefore - s.geo.Capacity(next, weights[i])},
 					slot: s, destroy: keys,
-				})
+				}
+				loss := roomBefore - s.geo.Headroom(next, weights[i])
+				if len(batch) == 0 || loss < gpuLoss {
+					gpuLoss = loss
+				}
+				batch = append(batch, c)
+			}
+			for _, c := range batch {
+				c.GPULoss = gpuLoss
+				consider(c)
 			}
 		}
 	}
 	if best == nil {
 		return Plan{}, false
 	}
-	plan := Plan{Profile: profile, GPU: best.GPU, Reachable: best.After, Before: best.Before}
+	plan := Plan{Profile: profile, GPU: best.GPU, Reachable: best.After, Before: best.Before, Loss: best.Loss, GPULoss: best.GPULoss}
 	for _, k := range best.destroy {
 		r := best.slot.records[k]
 		plan.Steps = append(plan.Steps, Step{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID})
@@ -219,32 +235,34 @@ func (p *Partitioner) CheckPin(profile string, pin Pin) error {
 }
 
 // RankReuse orders the given instances of a profile (by UUID) best first for
-// reuse: the one whose reuse keeps the most layouts reachable, counting every
-// other idle instance as free space. Unknown UUIDs are left out.
+// reuse, as the policy ranks them, counting every other idle instance as free
+// space. Unknown UUIDs are left out.
 func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	type scored struct {
 		uuid string
-		rank reuseRank
+		c    Candidate
 	}
 	want := map[string]bool{}
 	for _, u := range uuids {
 		want[u] = true
 	}
+	weights := p.shapeWeights()
 	var list []scored
-	for _, s := range p.slots {
+	for i, s := range p.slots {
 		committed := s.state(s.idleKeys())
+		used := s.state(nil).Slices
 		for _, r := range s.records {
 			if !want[r.UUID] || r.Profile != profile {
 				continue
 			}
-			if rank, ok := s.reuseRank(committed, r); ok {
-				list = append(list, scored{r.UUID, rank})
+			if c, ok := s.reuseCandidate(committed, r, weights[i], used); ok {
+				list = append(list, scored{r.UUID, c})
 			}
 		}
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].rank.better(list[j].rank) })
+	sort.SliceStable(list, func(i, j int) bool { return betterReuse(p.policy, list[i].c, list[j].c) })
 	out := make([]string, len(list))
 	for i, l := range list {
 		out[i] = l.uuid

@@ -1,7 +1,11 @@
 // Package partitioner decides where MIG instances go and applies those decisions.
 //
-// It answers each request in the order reuse an idle instance, create one at the
-// placement that keeps the most maximal layouts reachable, destroy idle instances
-// to make room, or wait. Decisions are explicit plans executed through the gpu
-// layer, serialised per GPU and rolled back on failure.
+// It answers each request by reusing an idle instance, creating one, or
+// destroying idle instances to make room, and otherwise says wait. Where it
+// creates is the policy's choice: migpro (the default) weighs layouts by the
+// node's recent and pending demand and treats idle instances as free space;
+// reachability keeps the most maximal layouts reachable; first-fit takes the
+// first GPU and the lowest slot. Decisions are explicit plans executed
+// through the gpu layer, serialised per GPU and rolled back on failure; an
+// instance in use is never destroyed.
 package partitioner

@@ -29,6 +29,10 @@ type Partitioner struct {
 	// partitioner's records do not know (e.g. the kubelet). Checked before
 	// every destroy.
 	busy func(ctx context.Context, inst Instance) (bool, error)
+	// demand is the node's request mix, for the migpro policy.
+	demand demand
+	// reserved holds one GPU for one profile (see Reserve).
+	reserved *Reservation
 }
 
 // slot is one GPU: its device, its geometry and the records of its instances.
@@ -66,7 +70,7 @@ type config struct {
 	busy    func(context.Context, Instance) (bool, error)
 }
 
-// WithPolicy sets the placement policy (default Reachability).
+// WithPolicy sets the placement policy (default DefaultPolicy, migpro).
 func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 
 // WithCountedProfiles sets the profiles reachability counts (default: all).
@@ -91,7 +95,7 @@ func WithBusyCheck(f func(context.Context, Instance) (bool, error)) Option {
 // records); half-made ones (a GPU instance without its compute instance) are
 // rolled back.
 func New(node gpu.Node, opts ...Option) (*Partitioner, error) {
-	cfg := config{policy: Reachability{}, log: logrus.StandardLogger()}
+	cfg := config{policy: DefaultPolicy, log: logrus.StandardLogger()}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -20,7 +20,7 @@ func discard() logrus.FieldLogger {
 
 func TestSmallInstancesFillFromTheTop(t *testing.T) {
 	node := newSim(t, "a100-40gb")
-	p := newPart(t, node)
+	p := newPart(t, node, WithPolicy(Reachability{}))
 	var starts []int
 	for i := 0; i < 7; i++ {
 		in, _ := mustAlloc(t, p, "1g.5gb", "x")

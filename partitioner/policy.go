@@ -17,6 +17,15 @@ type Candidate struct {
 	UsedSlices int
 	// Destroys is how many idle instances must go first.
 	Destroys int
+	// Loss is how much demand-weighted capacity the GPU loses (see
+	// geometry.Capacity, weighted by the node's request mix): the node's
+	// loss too, since no other GPU changes. It can be negative when
+	// destroying idle instances frees more than the new one takes.
+	Loss float64
+	// GPULoss is the least demand-weighted headroom (geometry.Headroom) any
+	// placement of this request on the candidate's GPU costs: how much the
+	// node loses by choosing that GPU at all.
+	GPULoss float64
 }
 
 // Policy orders candidate placements. Every policy first prefers plans that
@@ -27,7 +36,73 @@ type Policy interface {
 	Better(a, b Candidate) bool
 }
 
-// Reachability is migpro's policy, in two levels.
+// ReusePolicy is a Policy that also orders idle instances of the requested
+// profile for reuse. A candidate for reuse scores the instance as if it were
+// placed into its GPU with every idle instance counted as free space. A
+// policy without it reuses by the reachability rule.
+type ReusePolicy interface {
+	BetterReuse(a, b Candidate) bool
+}
+
+func betterReuse(p Policy, a, b Candidate) bool {
+	if rp, ok := p.(ReusePolicy); ok {
+		return rp.BetterReuse(a, b)
+	}
+	return Reachability{}.BetterReuse(a, b)
+}
+
+// lossEpsilon is below any difference of demand-weighted capacity that
+// matters; smaller ones are ties (float sums in different orders).
+const lossEpsilon = 1e-9
+
+// Migpro is the default policy: demand-aware placement.
+//
+// Profiles are weighted by how much they are wanted (the node's recent mix
+// and pending requests; a profile only some GPUs of a mixed node offer
+// weighs more on each of them) times their slices. It decides in two levels:
+//
+//   - the GPU whose best placement loses the least demand-weighted
+//     headroom: per profile, the most instances the GPU could still take.
+//     That packs by itself (a small instance on an empty GPU costs its
+//     whole-GPU and half-GPU instances, which a busy GPU already lost), and
+//     it keeps the only GPU that can still hold a wanted profile for it;
+//   - on that GPU, the placement losing the least demand-weighted capacity:
+//     the maximal layouts still reachable, each counted by the instances it
+//     would add and by the share of slices and memory slots it uses, so a
+//     placement that strands room (a 1g in the top slot, which only larger
+//     profiles can pair with) counts against it.
+//
+// Ties go to the GPU already using more slices, the lower GPU, then the
+// lower slot.
+type Migpro struct{}
+
+func (Migpro) Name() string { return "migpro" }
+
+func (Migpro) Better(a, b Candidate) bool {
+	if a.Destroys != b.Destroys {
+		return a.Destroys < b.Destroys
+	}
+	return Migpro{}.BetterReuse(a, b)
+}
+
+func (Migpro) BetterReuse(a, b Candidate) bool {
+	if d := a.GPULoss - b.GPULoss; d < -lossEpsilon || d > lossEpsilon {
+		return d < 0
+	}
+	if d := a.Loss - b.Loss; d < -lossEpsilon || d > lossEpsilon {
+		return d < 0
+	}
+	if a.UsedSlices != b.UsedSlices {
+		return a.UsedSlices > b.UsedSlices
+	}
+	if a.GPU != b.GPU {
+		return a.GPU < b.GPU
+	}
+	return a.Start < b.Start
+}
+
+// Reachability is the thesis's policy, in two levels, kept to compare
+// against: it counts reachable layouts and ignores demand.
 //
 // Across GPUs it packs: a GPU that already holds instances is preferred to an
 // empty one, so empty GPUs stay whole for large profiles (a 7g needs a whole
@@ -65,6 +140,18 @@ func (Reachability) Better(a, b Candidate) bool {
 	return a.Start > b.Start
 }
 
+// BetterReuse keeps the most layouts reachable, then the lower GPU, then the
+// higher slot.
+func (Reachability) BetterReuse(a, b Candidate) bool {
+	if a.After != b.After {
+		return a.After > b.After
+	}
+	if a.GPU != b.GPU {
+		return a.GPU < b.GPU
+	}
+	return a.Start > b.Start
+}
+
 // kept is the fraction of layouts a candidate keeps, as (numerator,
 // denominator). A GPU that reached nothing before loses nothing.
 func kept(c Candidate) [2]int {
@@ -90,21 +177,40 @@ func (FirstFit) Better(a, b Candidate) bool {
 	return a.Start < b.Start
 }
 
+// BetterReuse takes the first idle instance: lowest GPU, then lowest slot.
+func (FirstFit) BetterReuse(a, b Candidate) bool {
+	if a.GPU != b.GPU {
+		return a.GPU < b.GPU
+	}
+	return a.Start < b.Start
+}
+
+// DefaultPolicy is the policy New uses without WithPolicy.
+var DefaultPolicy Policy = Migpro{}
+
 var policies = map[string]Policy{
+	Migpro{}.Name():       Migpro{},
 	Reachability{}.Name(): Reachability{},
 	FirstFit{}.Name():     FirstFit{},
+}
+
+// PolicyNames lists the known policies, the default first.
+func PolicyNames() []string {
+	names := []string{DefaultPolicy.Name()}
+	for n := range policies {
+		if n != DefaultPolicy.Name() {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names[1:])
+	return names
 }
 
 // PolicyByName returns a policy by its name.
 func PolicyByName(name string) (Policy, error) {
 	p, ok := policies[name]
 	if !ok {
-		names := make([]string, 0, len(policies))
-		for n := range policies {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(PolicyNames(), ", "))
 	}
 	return p, nil
 }

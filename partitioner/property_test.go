@@ -21,7 +21,7 @@ import (
 // valid, no in-use instance was touched and nothing half-made is left.
 func TestRandomStreamsKeepInvariants(t *testing.T) {
 	for _, model := range simgpu.Models() {
-		for _, policy := range []Policy{Reachability{}, FirstFit{}} {
+		for _, policy := range []Policy{Migpro{}, Reachability{}, FirstFit{}} {
 			t.Run(model+"/"+policy.Name(), func(t *testing.T) {
 				for seed := int64(1); seed <= 4; seed++ {
 					runRandomStream(t, model+":2", policy, seed, 150)

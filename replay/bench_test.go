@@ -1,6 +1,10 @@
 package replay
 
-import "testing"
+import (
+	"fmt"
+	"math"
+	"testing"
+)
 
 // BenchmarkStream simulates the 5,000-job Poisson stream on 20 nodes × 8
 // A100s under each policy (the target is under 60 s for all of them
@@ -28,4 +32,93 @@ func BenchmarkMixedNode(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		simRun(b, jobs, Config{Seed: 1}, policy(b, "migpro"))
 	}
+}
+
+// benchCase is one workload of BenchmarkPolicies.
+type benchCase struct {
+	name  string
+	model string
+	gpus  int
+	spec  MixSpec
+}
+
+// benchCases are the repository's mixes on one 8-GPU A100 node and seeded
+// online streams (1g to 7g, Poisson load 0.8 and 0.9) on 1 to 8 A100 or
+// H100 GPUs.
+func benchCases() []benchCase {
+	var out []benchCase
+	for _, m := range []string{"small", "mixed", "llm", "pcie"} {
+		out = append(out, benchCase{m, "a100-40gb", 8, MixSpec{Name: m, Seed: 1, GPUs: 8}})
+	}
+	for _, model := range []string{"a100-40gb", "h100-80gb"} {
+		for _, gpus := range []int{1, 2, 4, 8} {
+			for _, load := range []float64{0.8, 0.9} {
+				for _, seed := range []uint64{1, 2} {
+					out = append(out, benchCase{fmt.Sprintf("online/%s/%dgpu/load%.1f/seed%d", model, gpus, load, seed), model, gpus,
+						MixSpec{Name: "online", Jobs: 600, Seed: seed, Load: load, GPUs: gpus}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// BenchmarkPolicies runs every benchmark case under first-fit, reachability
+// and migpro in one run and reports, per case, the other policies' mean
+// JCT over migpro's (above 1: migpro is better), migpro's makespan over the
+// lower bound, NVML steps per run, and how many waits re-placing idle
+// instances (idle-fixable) or moving in-use ones (fragmented) could have
+// avoided; then the geometric means and worst cases of the JCT ratios. The
+// ratios are the numbers to read; ns/op is the cost of the simulations.
+// go test -run '^$' -bench Policies -benchtime 1x ./replay/
+func BenchmarkPolicies(b *testing.B) {
+	pols := []string{"first-fit", "reachability", "migpro"}
+	var logs [2][]float64
+	worst := [2]float64{math.Inf(1), math.Inf(1)}
+	for _, c := range benchCases() {
+		b.Run(c.name, func(b *testing.B) {
+			m, err := LoadModel(c.model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			jobs, err := Generate(c.spec, m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var rs []*Result
+			for i := 0; i < b.N; i++ {
+				rs = rs[:0]
+				for _, p := range pols {
+					rs = append(rs, simRun(b, jobs, Config{Model: c.model, Nodes: 1, GPUsPerNode: c.gpus, Seed: 1}, policy(b, p)))
+				}
+			}
+			mp := rs[2]
+			for k := 0; k < 2; k++ {
+				ratio := rs[k].MeanJCT / mp.MeanJCT
+				b.ReportMetric(ratio, "jct-"+pols[k]+"/migpro")
+				logs[k] = append(logs[k], math.Log(ratio))
+				worst[k] = min(worst[k], ratio)
+			}
+			b.ReportMetric(mp.Ratio, "migpro-makespan/LB")
+			b.ReportMetric(rs[0].Ratio, "ff-makespan/LB")
+			b.ReportMetric(mp.StepsPerJob(), "migpro-steps/run")
+			b.ReportMetric(rs[0].StepsPerJob(), "ff-steps/run")
+			b.ReportMetric(float64(mp.Waits), "migpro-waits")
+			b.ReportMetric(float64(mp.Replaceable), "migpro-idle-fixable")
+			b.ReportMetric(float64(mp.Fragmented), "migpro-fragmented")
+		})
+	}
+	b.Run("summary", func(b *testing.B) {
+		for k, name := range pols[:2] {
+			if len(logs[k]) == 0 {
+				continue
+			}
+			sum := 0.0
+			for _, l := range logs[k] {
+				sum += l
+			}
+			b.ReportMetric(math.Exp(sum/float64(len(logs[k]))), "geomean-jct-"+name+"/migpro")
+			b.ReportMetric(worst[k], "worst-jct-"+name+"/migpro")
+		}
+	})
 }

@@ -19,6 +19,7 @@ type jobState struct {
 	// every node (new, restarted, or passed over by strict FIFO) rather
 	// than only to nodes that changed.
 	key        [4]float64
+	waitSince  float64 // when it last entered the queue
 	needAll    bool
 	attempts   int
 	done       bool
@@ -82,6 +83,7 @@ type engine struct {
 	scan uint64
 
 	jobs   []*jobState
+	resv   *reservation
 	active map[*run]bool
 	// ready is when each instance's create finished, by UUID.
 	ready map[string]float64
@@ -155,9 +157,12 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 	wall := time.Now()
 	e := &engine{cfg: cfg, pol: pol, model: model, active: map[*run]bool{}, ready: map[string]float64{}}
 	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, func(nd *node) partitioner.Policy {
-		var base partitioner.Policy = partitioner.Reachability{}
-		if pol.Kind == FirstFit {
+		var base partitioner.Policy = partitioner.Migpro{}
+		switch pol.Kind {
+		case FirstFit:
 			base = partitioner.FirstFit{}
+		case Reachability:
+			base = partitioner.Reachability{}
 		}
 		if pol.PCIeAware {
 			return pcieAware{base: base, ctx: nd.pcie}
@@ -181,11 +186,8 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 			return nil, err
 		}
 	default:
-		e.pl = &dynamic{nodes: nodes, model: model, firstFit: pol.Kind == FirstFit, pcieAware: pol.PCIeAware}
-		e.res.Detail = "reachability"
-		if pol.Kind == FirstFit {
-			e.res.Detail = "first-fit"
-		}
+		e.pl = &dynamic{nodes: nodes, model: model, kind: pol.Kind, pcieAware: pol.PCIeAware}
+		e.res.Detail = map[Kind]string{FirstFit: "first-fit", Reachability: "reachability", Migpro: "demand-aware"}[pol.Kind]
 		if pol.Order != Backfill {
 			e.res.Detail += ", " + pol.Order.String()
 		}

@@ -42,6 +42,7 @@ func Mixes() []MixInfo {
 		{"llm", "LLM inference whose KV cache grows past the memory its user declares, all at t=0", 120},
 		{"pcie", "small and medium jobs, half of them PCIe-heavy (10 GB/s), Poisson arrivals at --load (default 0.7)", 280},
 		{"stream", "Poisson arrivals at --load of a mix of every class above", 5000},
+		{"online", "heterogeneous online requests, 1g to 7g (40:20:20:10:10 by count), Poisson arrivals at --load (default 0.85)", 1500},
 	}
 }
 
@@ -61,6 +62,8 @@ var (
 	mediumJob = class{"medium", 2, 0.13, 0.23, 120, 480, 0.5}
 	largeJob  = class{"large", 3, 0.27, 0.47, 240, 720, 0.8}
 	fullJob   = class{"full", full, 0.52, 0.95, 300, 900, 1.0}
+	// halfJob asks for the 4-slice profile; online mixes use it.
+	halfJob = class{"half", 4, 0.30, 0.47, 240, 720, 0.9}
 )
 
 // llmModels are the LLM inference workloads: weights (and context) as a
@@ -128,6 +131,14 @@ func Generate(spec MixSpec, model *Model) ([]Job, error) {
 			}
 		}
 		if err := g.poisson(jobs, spec, 0.7); err != nil {
+			return nil, err
+		}
+	case "online":
+		classes := []class{smallJob, mediumJob, largeJob, halfJob, fullJob}
+		for i := range jobs {
+			jobs[i] = g.fixed(i, classes[g.weighted([]float64{40, 20, 20, 10, 10})])
+		}
+		if err := g.poisson(jobs, spec, 0.85); err != nil {
 			return nil, err
 		}
 	case "stream":

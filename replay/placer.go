@@ -28,8 +28,10 @@ type offer struct {
 	heavy    int // PCIe-heavy runs on the chosen GPU (PCIe-aware only)
 	used     int // slices of the node's instances (packing)
 	kept     [2]int
-	memory   uint64 // instance memory (static best fit)
-	pin      *partitioner.Pin
+	// loss and gpuLoss are the plan's demand-weighted losses (migpro).
+	loss, gpuLoss float64
+	memory        uint64 // instance memory (static best fit)
+	pin           *partitioner.Pin
 }
 
 // placer is how a policy turns a request into an instance. plan answers
@@ -71,11 +73,25 @@ func (p pcieAware) Better(a, b partitioner.Candidate) bool {
 	return p.base.Better(a, b)
 }
 
+// BetterReuse keeps the base policy's reuse order.
+func (p pcieAware) BetterReuse(a, b partitioner.Candidate) bool {
+	if rp, ok := p.base.(partitioner.ReusePolicy); ok {
+		return rp.BetterReuse(a, b)
+	}
+	return partitioner.Reachability{}.BetterReuse(a, b)
+}
+
+// IdleAsFree keeps the base policy's treatment of idle instances.
+func (p pcieAware) IdleAsFree() bool {
+	fp, ok := p.base.(partitioner.IdleAsFreePolicy)
+	return ok && fp.IdleAsFree()
+}
+
 // dynamic places through each node's real partitioner.
 type dynamic struct {
 	nodes     []*node
 	model     *Model
-	firstFit  bool // cluster-level choice: first node, not best
+	kind      Kind // FirstFit: the first node that can serve, not the best
 	pcieAware bool
 }
 
@@ -99,7 +115,8 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	if err != nil {
 		return offer{}, false, fmt.Errorf("node %d: %w", n, err)
 	}
-	o := offer{node: n, reuse: plan.Reuse != nil, used: nd.used, kept: [2]int{plan.Reachable, max(plan.Before, 1)}}
+	o := offer{node: n, reuse: plan.Reuse != nil, used: nd.used, kept: [2]int{plan.Reachable, max(plan.Before, 1)},
+		loss: plan.Loss, gpuLoss: plan.GPULoss}
 	for _, s := range plan.Steps {
 		if s.Kind == partitioner.StepDestroy {
 			o.destroys++
@@ -180,7 +197,7 @@ func (d *dynamic) commit(j *jobState, o offer) (grant, error) {
 }
 
 func (d *dynamic) better(a, b offer) bool {
-	if d.firstFit {
+	if d.kind == FirstFit {
 		if (a.destroys == 0) != (b.destroys == 0) {
 			return a.destroys == 0
 		}
@@ -196,6 +213,20 @@ func (d *dynamic) better(a, b offer) bool {
 	}
 	if a.destroys != b.destroys {
 		return a.destroys < b.destroys
+	}
+	if d.kind == Migpro {
+		// The node losing the least demand-weighted headroom, then the
+		// fuller node, then the least capacity lost on the chosen GPU.
+		if x := a.gpuLoss - b.gpuLoss; x < -1e-9 || x > 1e-9 {
+			return x < 0
+		}
+		if a.used != b.used {
+			return a.used > b.used
+		}
+		if x := a.loss - b.loss; x < -1e-9 || x > 1e-9 {
+			return x < 0
+		}
+		return a.node < b.node
 	}
 	if a.used != b.used {
 		return a.used > b.used

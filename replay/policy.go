@@ -14,9 +14,14 @@ const (
 	// FirstFit is dynamic MIG without fragmentation scoring: the
 	// partitioner's first-fit policy, and the first node that can serve.
 	FirstFit
-	// Migpro is the partitioner's reachability policy (reuse, then create at
-	// the placement keeping the most layouts reachable, then destroy idle
-	// instances), and a cluster choice that prefers reuse and packs nodes.
+	// Reachability is the partitioner's plain reachability policy (reuse,
+	// then create at the placement keeping the most layouts reachable, then
+	// destroy idle instances), and a cluster choice that prefers reuse and
+	// packs nodes: migpro before demand weighting, kept to compare.
+	Reachability
+	// Migpro is the partitioner's demand-aware policy, fed the queue's
+	// pending demand, with a cluster choice by the least demand-weighted
+	// loss and a reservation for a request that has waited too long.
 	Migpro
 )
 
@@ -30,17 +35,22 @@ const (
 	// FIFO is the thesis's Policy B: strict arrival order; nothing passes a
 	// job that must wait.
 	FIFO
-	// BySize is the thesis's Policy A: jobs grouped by requested size, the
-	// largest first (arrival order within a size), with backfill.
-	BySize
+	// SmallFirst is the thesis's Policy A: jobs grouped by requested size,
+	// the smallest first (arrival order within a size), with backfill.
+	SmallFirst
+	// LargeFirst groups jobs by size the largest first, with backfill
+	// (what migpro/A-size did before it followed the thesis).
+	LargeFirst
 )
 
 func (o Order) String() string {
 	switch o {
 	case FIFO:
 		return "fifo"
-	case BySize:
-		return "by-size"
+	case SmallFirst:
+		return "smallest first"
+	case LargeFirst:
+		return "largest first"
 	}
 	return "backfill"
 }
@@ -60,23 +70,30 @@ type Policy struct {
 	// peaks of earlier runs of the same key) and moves a run to a larger
 	// profile when the predictor marks it, instead of waiting for the OOM.
 	Predict bool
+	// Reserve holds a GPU for a job that has waited longer than
+	// starveFactor times its own run time (migpro only).
+	Reserve bool
 	// PCIeAware prefers, for PCIe-heavy jobs, the GPU with the fewest
 	// PCIe-heavy runs.
 	PCIeAware bool
 }
 
-// Policies are the standard policies in the order of issue 6: (1)
-// sequential, (2) static, (3) first-fit, (4) migpro, (5) migpro with
-// prediction, (6) migpro with the thesis's orderings A and B, and migpro's
-// PCIe-aware GPU choice.
+// Policies are the standard policies: (1) sequential, (2) static, (3)
+// first-fit, the thesis's reachability count, (4) migpro, migpro with
+// reservations against starvation, (5) migpro with prediction, (6) migpro
+// with the thesis's orderings A (smallest first) and B (FIFO) and the
+// largest-first ordering, and migpro's PCIe-aware GPU choice.
 func Policies() []Policy {
 	return []Policy{
 		{Name: "sequential", Kind: Static, FullGPU: true, Layout: "all-full"},
 		{Name: "static", Kind: Static},
 		{Name: "first-fit", Kind: FirstFit},
+		{Name: "reachability", Kind: Reachability},
 		{Name: "migpro", Kind: Migpro},
+		{Name: "migpro+reserve", Kind: Migpro, Reserve: true},
 		{Name: "migpro+predict", Kind: Migpro, Predict: true},
-		{Name: "migpro/A-size", Kind: Migpro, Order: BySize},
+		{Name: "migpro/A-size", Kind: Migpro, Order: SmallFirst},
+		{Name: "migpro/A-largest", Kind: Migpro, Order: LargeFirst},
 		{Name: "migpro/B-fifo", Kind: Migpro, Order: FIFO},
 		{Name: "migpro+pcie", Kind: Migpro, PCIeAware: true},
 	}

@@ -5,7 +5,10 @@ import "sort"
 // enqueue adds a job to the wait queue in the policy's order.
 func (e *engine) enqueue(j *jobState) {
 	j.key = [4]float64{j.job.Arrival, float64(j.idx)}
-	if e.pol.Order == BySize {
+	switch e.pol.Order {
+	case SmallFirst:
+		j.key = [4]float64{float64(j.profile.Slices), float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
+	case LargeFirst:
 		j.key = [4]float64{-float64(j.profile.Slices), -float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
 	}
 	i := sort.Search(len(e.queue), func(i int) bool { return less(j.key, e.queue[i].key) })
@@ -13,6 +16,7 @@ func (e *engine) enqueue(j *jobState) {
 	copy(e.queue[i+1:], e.queue[i:])
 	e.queue[i] = j
 	j.needAll = true
+	j.waitSince = e.now
 	e.fresh = true
 }
 
@@ -44,6 +48,9 @@ func (e *engine) serve() error {
 		e.dirty[n] = false
 	}
 	e.fresh = false
+	if err := e.planQueue(); err != nil {
+		return err
+	}
 	all := make([]int, len(e.nodes))
 	for n := range all {
 		all[n] = n
@@ -67,7 +74,13 @@ func (e *engine) serve() error {
 			return err
 		}
 		if ok {
+			if err := e.placed(j); err != nil {
+				return err
+			}
 			continue
+		}
+		if j.needAll && e.pl != nil && e.pol.Kind != Static {
+			e.classifyWait(j)
 		}
 		j.needAll = false
 		keep = append(keep, j)

@@ -12,15 +12,16 @@ import (
 // numbers right-aligned, and what the policy ran with last.
 func WriteTable(w io.Writer, results []*Result) error {
 	rows := [][]string{{"policy", "makespan s", "jobs/s", "mean JCT s", "p95 JCT s", "mem util", "reconfigs",
-		"restarts (marked)", "lost s", "÷ lower bound", "detail"}}
+		"steps/job", "waits", "idle-fixable", "frag", "restarts (marked)", "lost s", "÷ lower bound", "detail"}}
 	for _, r := range results {
 		rows = append(rows, []string{r.Policy, fmt.Sprintf("%.0f", r.Makespan), fmt.Sprintf("%.4f", r.Throughput),
 			fmt.Sprintf("%.0f", r.MeanJCT), fmt.Sprintf("%.0f", r.P95JCT), fmt.Sprintf("%.1f%%", 100*r.MemUtil),
-			fmt.Sprint(r.Reconfigs), fmt.Sprintf("%d (%d)", r.Restarts, r.Marks), fmt.Sprintf("%.0f", r.LostWork),
+			fmt.Sprint(r.Reconfigs), fmt.Sprintf("%.2f", r.StepsPerJob()), fmt.Sprint(r.Waits), fmt.Sprint(r.Replaceable),
+			fmt.Sprint(r.Fragmented), fmt.Sprintf("%d (%d)", r.Restarts, r.Marks), fmt.Sprintf("%.0f", r.LostWork),
 			fmt.Sprintf("%.2f", r.Ratio), r.Detail})
 	}
 	if len(results) > 0 {
-		rows = append(rows, []string{"lower bound", fmt.Sprintf("%.0f", results[0].LowerBound), "", "", "", "", "", "", "",
+		rows = append(rows, []string{"lower bound", fmt.Sprintf("%.0f", results[0].LowerBound), "", "", "", "", "", "", "", "", "", "", "",
 			"1.00", "slice-seconds over the cluster's slices, arrivals respected"})
 	}
 	widths := make([]int, len(rows[0]))
@@ -59,7 +60,7 @@ type Comparison struct {
 }
 
 // Compare sets each migpro policy present (migpro, migpro+predict) against
-// every baseline present (sequential, static, first-fit).
+// every baseline present (sequential, static, first-fit, reachability).
 func Compare(results []*Result) []Comparison {
 	var out []Comparison
 	for _, m := range results {
@@ -67,7 +68,7 @@ func Compare(results []*Result) []Comparison {
 			continue
 		}
 		for _, o := range results {
-			if o == m || (o.Policy != "sequential" && o.Policy != "first-fit" && !isStatic(o.Policy) && o.Policy != "migpro") {
+			if o == m || (o.Policy != "sequential" && o.Policy != "first-fit" && o.Policy != "reachability" && !isStatic(o.Policy) && o.Policy != "migpro") {
 				continue
 			}
 			if m.Policy == "migpro" && o.Policy == "migpro" {

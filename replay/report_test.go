@@ -39,8 +39,8 @@ func TestCompareRatios(t *testing.T) {
 
 func TestTableColumns(t *testing.T) {
 	var buf bytes.Buffer
-	r := &Result{Policy: "migpro", Detail: "reachability", Makespan: 1234.4, Throughput: 0.5, MeanJCT: 99.6, P95JCT: 200,
-		MemUtil: 0.456, Reconfigs: 7, Restarts: 3, Marks: 2, LostWork: 42, LowerBound: 1000, Ratio: 1.2344}
+	r := &Result{Policy: "migpro", Runs: make([]RunRecord, 10), Detail: "reachability", Makespan: 1234.4, Throughput: 0.5, MeanJCT: 99.6, P95JCT: 200,
+		MemUtil: 0.456, Reconfigs: 7, Waits: 5, Replaceable: 1, Fragmented: 2, Restarts: 3, Marks: 2, LostWork: 42, LowerBound: 1000, Ratio: 1.2344}
 	if err := WriteTable(&buf, []*Result{r}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestTableColumns(t *testing.T) {
 		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
 	}
 	fields := strings.Fields(lines[1])
-	want := []string{"migpro", "1234", "0.5000", "100", "200", "45.6%", "7", "3", "(2)", "42", "1.23", "reachability"}
+	want := []string{"migpro", "1234", "0.5000", "100", "200", "45.6%", "7", "0.70", "5", "1", "2", "3", "(2)", "42", "1.23", "reachability"}
 	if strings.Join(fields, " ") != strings.Join(want, " ") {
 		t.Errorf("row %q, want fields %q", lines[1], want)
 	}

@@ -30,6 +30,12 @@ type Result struct {
 	// Marks counts the restarts the predictor asked for before an OOM.
 	Marks    int
 	LostWork float64
+	// Waits counts the times a job offered to every node had to wait;
+	// Replaceable those where some GPU's free and idle space could hold it
+	// (re-placing idle instances would have served it), Fragmented those
+	// where only moving instances in use would have. Reservations counts
+	// the GPUs held for a starving job.
+	Waits, Replaceable, Fragmented, Reservations int
 	// LowerBound is LowerBound's makespan bound and Ratio Makespan over it.
 	LowerBound, Ratio float64
 	// Runs lists every run in the order they ended; Completions is each
@@ -40,6 +46,15 @@ type Result struct {
 	Wall time.Duration
 
 	memSeconds float64
+}
+
+// StepsPerJob is NVML creates and destroys per run served (restarts count
+// as runs).
+func (r *Result) StepsPerJob() float64 {
+	if len(r.Runs) == 0 {
+		return 0
+	}
+	return float64(r.Reconfigs) / float64(len(r.Runs))
 }
 
 // percentile is the nearest-rank q-quantile.

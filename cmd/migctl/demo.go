@@ -39,7 +39,7 @@ func runDemo(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Act 1: the partitioner on a simulated node %s, policy reachability, %d operations (seed %d)\n\n", *spec, *n, *seed)
+	fmt.Fprintf(stdout, "Act 1: the partitioner on a simulated node %s, policy %s, %d operations (seed %d)\n\n", *spec, partitioner.DefaultPolicy.Name(), *n, *seed)
 	ops := demoStream(part.Profiles(), *n, *seed)
 	got, err := replayDemo(part, ops, stdout)
 	if err != nil {

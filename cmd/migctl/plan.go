@@ -60,7 +60,7 @@ type planInstance struct {
 func runPlan(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	spec := fs.String("simulate", "", "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…] (models: "+strings.Join(simgpu.Models(), ", ")+")")
-	policyName := fs.String("policy", "reachability", "placement policy: reachability or first-fit")
+	policyName := fs.String("policy", partitioner.DefaultPolicy.Name(), "placement policy: "+strings.Join(partitioner.PolicyNames(), ", "))
 	output := fs.String("output", "text", "output format: text or json")
 	seed := fs.Int64("seed", 1, "seed for simulated UUIDs")
 	counted := fs.String("counted", "", "comma-separated profiles reachability counts (default: every profile)")

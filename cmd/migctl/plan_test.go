@@ -57,7 +57,8 @@ func TestPlanFillsSmallProfilesFromTheTop(t *testing.T) {
 	for i := 0; i < 7; i++ {
 		ops = append(ops, "1g.5gb")
 	}
-	res := runPlanJSON(t, ops...)
+	// The thesis's count fills from the top.
+	res := runPlanJSON(t, append([]string{"--policy", "reachability"}, ops...)...)
 	starts := map[int]int{} // alloc -> start
 	for _, in := range res.Instances {
 		starts[*in.Alloc] = in.Start

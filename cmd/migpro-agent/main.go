@@ -15,6 +15,7 @@ import (
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin/podresources"
 )
 
@@ -44,7 +45,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server, for the cluster demand source (default: in-cluster config when KUBERNETES_SERVICE_HOST is set, else off)")
 	fs.StringVar(&cfg.NodeName, "node-name", defaultNodeName(), "this node's name in the cluster (default: $NODE_NAME, then the hostname)")
 	podRes := fs.String("pod-resources", podresources.DefaultSocket, "kubelet PodResources socket; empty disables use tracking")
-	fs.StringVar(&cfg.Policy, "policy", def.Policy, "placement policy: reachability or first-fit")
+	fs.StringVar(&cfg.Policy, "policy", def.Policy, "placement policy: "+strings.Join(partitioner.PolicyNames(), ", "))
 	counted := fs.String("counted", "", "comma-separated profiles that reachability counts (default all)")
 	warm := fs.String("warm-pool", "", "idle instances to keep ready, e.g. 1g.10gb=1,2g.20gb=1")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "destroy instances idle longer than this (0: only when their space is needed)")

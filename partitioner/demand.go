@@ -1,0 +1,126 @@
+package partitioner
+
+import (
+	"maps"
+	"math"
+)
+
+// Demand weighting. The migpro policy values a GPU's free room by what the
+// node is asked for: the recent mix of requests it served, decaying so an old
+// burst fades, plus the requests waiting right now (pending demand, fed by
+// the caller through ObservePending). A profile only some GPUs of a mixed
+// node offer is worth more on each of those GPUs: its demand is shared by
+// fewer of them.
+
+const (
+	// demandHalfLife is how many served requests halve an old request's
+	// weight in the recent mix.
+	demandHalfLife = 32
+	// demandPrior is the weight every offered profile keeps whatever the
+	// mix, so a profile not asked for lately is not given up for nothing.
+	demandPrior = 0.15
+	// pendingWeight is how much all waiting requests together weigh against
+	// the whole recent mix (which sums to 1).
+	pendingWeight = 2.0
+)
+
+// demand is the node's request mix. The caller holds p.mu.
+type demand struct {
+	recent  map[string]float64 // decayed counts of served requests
+	total   float64            // sum of recent
+	pending map[string]int     // requests waiting now, by profile
+	npend   int
+	// weights caches each slot's per-shape weight vector; nil when stale.
+	weights [][]float64
+}
+
+var demandDecay = math.Pow(0.5, 1.0/demandHalfLife)
+
+// observe records a served request for profile.
+func (d *demand) observe(profile string) {
+	if d.recent == nil {
+		d.recent = map[string]float64{}
+	}
+	for k := range d.recent {
+		d.recent[k] *= demandDecay
+	}
+	d.total = d.total*demandDecay + 1
+	d.recent[profile]++
+	d.weights = nil
+}
+
+// setPending replaces the pending demand.
+func (d *demand) setPending(counts map[string]int) {
+	if maps.Equal(counts, d.pending) {
+		return
+	}
+	d.pending = maps.Clone(counts)
+	d.npend = 0
+	for _, n := range counts {
+		d.npend += n
+	}
+	d.weights = nil
+}
+
+// of is how much profile is wanted: the prior, its share of the recent mix
+// and its share of the pending requests.
+func (d *demand) of(profile string) float64 {
+	w := demandPrior
+	if d.total > 0 {
+		w += d.recent[profile] / d.total
+	}
+	if d.npend > 0 {
+		w += pendingWeight * float64(d.pending[profile]) / float64(d.npend)
+	}
+	return w
+}
+
+// shapeWeights returns, per slot, each shape's weight: the demand of its
+// profiles, each divided by how many GPUs of the node offer it, times the
+// shape's compute slices. The caller holds p.mu.
+func (p *Partitioner) shapeWeights() [][]float64 {
+	d := &p.demand
+	if d.weights != nil {
+		return d.weights
+	}
+	offeredBy := map[string]int{}
+	for _, s := range p.slots {
+		for name := range s.profiles {
+			offeredBy[name]++
+		}
+	}
+	d.weights = make([][]float64, len(p.slots))
+	for i, s := range p.slots {
+		w := make([]float64, len(s.geo.Shapes))
+		for _, sh := range s.geo.Shapes {
+			for _, name := range sh.Profiles {
+				w[sh.Index] += d.of(name) / float64(offeredBy[name])
+			}
+			w[sh.Index] *= float64(sh.Slices)
+		}
+		d.weights[i] = w
+	}
+	return d.weights
+}
+
+// ObservePending tells the partitioner which requests are waiting now, by
+// profile (e.g. pods the agent could not place yet, migctl alloc callers
+// waiting). It replaces the previous counts; nil clears them. The migpro
+// policy keeps room for them when it places other requests.
+func (p *Partitioner) ObservePending(counts map[string]int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.demand.setPending(counts)
+}
+
+// Demand reports the weight the migpro policy gives each offered profile
+// now, for status pages and tests.
+func (p *Partitioner) Demand() map[string]float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]float64{}
+	for _, name := range p.profiles {
+		out[name] = p.demand.of(name)
+	}
+	return out
+}

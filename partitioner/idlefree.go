@@ -1,0 +1,184 @@
+package partitioner
+
+import (
+	"sort"
+
+	"github.com/migpro/migpro/partitioner/geometry"
+)
+
+// IdleAsFreePolicy is a Policy that treats idle instances as free space:
+// they hold no work, so a request is placed where it is best for the layout
+// counting only instances in use (and pending work), and the idle instances
+// in the way are destroyed first (defragmentation). Reusing an idle
+// instance is one candidate among the others, taken when it is as good.
+type IdleAsFreePolicy interface {
+	Policy
+	IdleAsFree() bool
+}
+
+// IdleAsFree makes migpro re-place idle instances.
+func (Migpro) IdleAsFree() bool { return true }
+
+// planFree is the decision of an IdleAsFreePolicy: reuse and create
+// candidates, each scored against the GPU's committed (non-idle) state.
+func (p *Partitioner) planFree(profile string, pin *Pin) (Plan, bool) {
+	type option struct {
+		c       Candidate
+		reuse   *Instance
+		slot    *slot
+		destroy []int
+	}
+	var best *option
+	better := func(a, b *option) bool {
+		if d := a.c.GPULoss - b.c.GPULoss; d < -lossEpsilon || d > lossEpsilon {
+			return d < 0
+		}
+		if d := a.c.Loss - b.c.Loss; d < -lossEpsilon || d > lossEpsilon {
+			return d < 0
+		}
+		if (a.reuse != nil) != (b.reuse != nil) {
+			return a.reuse != nil
+		}
+		if a.c.Destroys != b.c.Destroys {
+			return a.c.Destroys < b.c.Destroys
+		}
+		return p.policy.Better(a.c, b.c)
+	}
+	weights := p.shapeWeights()
+	var batch []option
+	for i, s := range p.slots {
+		pr, ok := s.profiles[profile]
+		if !ok || !p.reservationAllows(s, profile) {
+			continue
+		}
+		idle := s.idleKeys()
+		committed := s.state(idle)
+		used := s.state(nil).Slices
+		reach := s.geo.Reachable(committed)
+		capB, roomB := s.geo.Capacity(committed, weights[i]), s.geo.Headroom(committed, weights[i])
+		score := func(after geometry.State, start, destroys int) Candidate {
+			return Candidate{GPU: s.dev.Index(), Start: start, Before: reach, After: s.geo.Reachable(after), UsedSlices: used,
+				Destroys: destroys, Loss: capB - s.geo.Capacity(after, weights[i]), GPULoss: roomB - s.geo.Headroom(after, weights[i])}
+		}
+		batch = batch[:0]
+		for key := range idle {
+			r := s.records[key]
+			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) {
+				continue
+			}
+			o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
+			if !ok {
+				continue
+			}
+			batch = append(batch, option{c: score(s.geo.Add(committed, o.Index), r.Placement.Start, 0), reuse: r, slot: s})
+		}
+		for _, o := range s.geo.Candidates(committed, profile) {
+			if !pin.allows(s.dev.Index(), o.Placement.Start) {
+				continue
+			}
+			victims, ok := s.victims(committed, idle, o, profile, pr.MaxCount)
+			if !ok {
+				continue
+			}
+			batch = append(batch, option{c: score(s.geo.Add(committed, o.Index), o.Placement.Start, len(victims)), slot: s, destroy: victims})
+		}
+		gpuLoss := 0.0
+		for k := range batch {
+			if k == 0 || batch[k].c.GPULoss < gpuLoss {
+				gpuLoss = batch[k].c.GPULoss
+			}
+		}
+		for k := range batch {
+			batch[k].c.GPULoss = gpuLoss
+			if best == nil || better(&batch[k], best) {
+				o := batch[k]
+				best = &o
+			}
+		}
+	}
+	if best == nil {
+		return Plan{}, false
+	}
+	plan := Plan{Profile: profile, GPU: best.c.GPU, Reuse: best.reuse, Reachable: best.c.After, Before: best.c.Before,
+		Loss: best.c.Loss, GPULoss: best.c.GPULoss}
+	if best.reuse != nil {
+		return plan, true
+	}
+	for _, k := range best.destroy {
+		r := best.slot.records[k]
+		plan.Steps = append(plan.Steps, Step{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID})
+	}
+	opt := best.slot.geo.Options[best.slot.optionIndex(profile, best.c.Start)]
+	plan.Steps = append(plan.Steps, Step{Kind: StepCreate, GPU: best.c.GPU, Profile: profile, Placement: opt.Placement})
+	return plan, true
+}
+
+// victims are the idle records that must go for option o to be created on
+// top of the committed state: those overlapping it, then, smallest first,
+// as many more as the GPU's compute slices and the profile's instance count
+// need. It reports false when even destroying every idle record is not
+// enough.
+func (s *slot) victims(committed geometry.State, idle map[int]bool, o geometry.Option, profile string, maxCount int) ([]int, bool) {
+	need := o.Placement
+	var out, rest []int
+	for key := range idle {
+		r := s.records[key]
+		if r.Placement.Start < need.End() && need.Start < r.Placement.End() {
+			out = append(out, key)
+		} else {
+			rest = append(rest, key)
+		}
+	}
+	sort.Ints(out)
+	sort.Slice(rest, func(a, b int) bool {
+		ra, rb := s.records[rest[a]], s.records[rest[b]]
+		if sa, sb := s.profiles[ra.Profile].Slices, s.profiles[rb.Profile].Slices; sa != sb {
+			return sa < sb
+		}
+		return rest[a] < rest[b]
+	})
+	slices := committed.Slices + s.profiles[profile].Slices
+	count := 1
+	for _, r := range s.records {
+		if r.Profile == profile && !idle[r.GIID] && r.State != Idle {
+			count++
+		}
+	}
+	var kept []int
+	for _, key := range rest {
+		r := s.records[key]
+		slices += s.profiles[r.Profile].Slices
+		if r.Profile == profile {
+			count++
+		}
+		kept = append(kept, key)
+	}
+	// Destroy kept ones, smallest first, until the slices and count fit.
+	for len(kept) > 0 && (slices > s.geo.Slices || count > maxCount) {
+		// Prefer one of the same profile when the count is what fails.
+		pick := 0
+		if count > maxCount {
+			for k, key := range kept {
+				if s.records[key].Profile == profile {
+					pick = k
+					break
+				}
+			}
+		}
+		r := s.records[kept[pick]]
+		slices -= s.profiles[r.Profile].Slices
+		if r.Profile == profile {
+			count--
+		}
+		out = append(out, kept[pick])
+		kept = append(kept[:pick], kept[pick+1:]...)
+	}
+	return out, slices <= s.geo.Slices && count <= maxCount
+}
+
+// optionIndex is the geometry option of a profile at a start; the caller
+// knows it exists.
+func (s *slot) optionIndex(profile string, start int) int {
+	o, _ := s.geo.OptionAt(profile, start)
+	return o.Index
+}
