@@ -181,7 +181,7 @@ func TestRunUnknownProfileIsTheAgents400(t *testing.T) {
 func TestRunWithoutAgentFails(t *testing.T) {
 	stderr, _ := withEngine(t, &cmdEngine{code: 0})
 	code := runMain([]string{"run", "--socket", "/nonexistent/agent.sock", "--profile", "1g.5gb", "img"}, io.Discard, stderr)
-	if code != 1 || !strings.Contains(stderr.String(), "cannot reach the migpro agent at /nonexistent/agent.sock") {
+	if code != 1 || !strings.Contains(stderr.String(), "no migpro agent at /nonexistent/agent.sock (is it running?") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
