@@ -26,11 +26,6 @@ type Driver interface {
 	DeviceEdits(i Instance) (e specs.ContainerEdits, ok bool, err error)
 }
 
-// envVoid is the value NVIDIA's specs give NVIDIA_VISIBLE_DEVICES in their
-// common edits. migpro's spec names the instance there instead (the hook
-// reads it), so the common value is dropped rather than overridden.
-const envVoid = EnvNvidiaVisibleDevices + "=void"
-
 // commonEdits checks and cleans the driver's common edits for use in every
 // spec: a copy, without NVIDIA_VISIBLE_DEVICES, validated.
 func commonEdits(d Driver) (specs.ContainerEdits, error) {

@@ -116,12 +116,12 @@ func NewNVIDIADriver(c DriverConfig) (*NVIDIADriver, error) {
 // driverVersion asks NVML for the driver version, e.g. "570.86.15".
 func driverVersion(lib nvml.Interface) (string, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
-		return "", fmt.Errorf("initialise NVML: %v", ret)
+		return "", fmt.Errorf("initialise NVML: %v", ret.Error())
 	}
 	defer lib.Shutdown()
 	v, ret := lib.SystemGetDriverVersion()
 	if ret != nvml.SUCCESS {
-		return "", fmt.Errorf("read the driver version through NVML: %v", ret)
+		return "", fmt.Errorf("read the driver version through NVML: %v", ret.Error())
 	}
 	if v == "" {
 		return "", errors.New("NVML reports an empty driver version")

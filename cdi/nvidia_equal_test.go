@@ -49,7 +49,7 @@ func TestOwnDeviceNodesEqualNVCDI(t *testing.T) {
 			// Make sure the driver's own device edits are used, not the
 			// fallback.
 			if _, ok, err := d.DeviceEdits(f.inst); !ok || err != nil {
-				return fmt.Errorf("nvcdi made no device edits (ok %v): %v", ok, err)
+				return fmt.Errorf("nvcdi made no device edits (ok %v): %w", ok, err)
 			}
 			_, err = w.Write(f.inst, f.node.Paths())
 			return err
@@ -170,8 +170,8 @@ func (l *uuidLookupNVML) DeviceGetHandleByUUID(uuid string) (nvml.Device, nvml.R
 		if u, _ := d.GetUUID(); u == uuid {
 			return d, nvml.SUCCESS
 		}
-		max, _ := d.GetMaxMigDeviceCount()
-		for j := 0; j < max; j++ {
+		count, _ := d.GetMaxMigDeviceCount()
+		for j := 0; j < count; j++ {
 			m, ret := d.GetMigDeviceHandleByIndex(j)
 			if ret != nvml.SUCCESS {
 				continue

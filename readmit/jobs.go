@@ -22,7 +22,7 @@ func (m *Marker) jobEvictionCost(ctx context.Context, pod *corev1.Pod, c Control
 		return "", false, fmt.Errorf("read Job %s/%s: %w", pod.Namespace, c.Name, err)
 	}
 	if job.UID != c.UID {
-		return "", false, fmt.Errorf("Job %s/%s is a newer one than the pod's", pod.Namespace, c.Name)
+		return "", false, fmt.Errorf("job %s/%s is a newer one than the pod's", pod.Namespace, c.Name)
 	}
 	if IgnoresDisruption(job) {
 		return "", true, nil

@@ -46,7 +46,7 @@ func (m *Marker) loops(ctx context.Context, pod *corev1.Pod, container, from str
 		if r.From != from || (r.Container != "" && r.Container != container) || r.Pod == pod.Name {
 			continue
 		}
-		if !r.At.IsZero() && pod.CreationTimestamp.Time.After(r.At) {
+		if !r.At.IsZero() && pod.CreationTimestamp.After(r.At) {
 			return fmt.Sprintf("%s was already moved from %s to %s for the same reason (pod %s), and this pod, created after that, still asks for %s: the readmission webhook did not rewrite it",
 				out.Controller, from, r.To, r.Pod, from)
 		}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -130,7 +131,7 @@ func runBestLayout(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, e
 		p.Layout = l.Name
 		r, err := runOnce(jobs, cfg, p, model)
 		if err != nil {
-			if _, ok := err.(infeasibleError); ok {
+			if errors.As(err, new(infeasibleError)) {
 				continue
 			}
 			return nil, err

@@ -87,7 +87,7 @@ func PlotPolicies(path, title string, results []*Result) error {
 	img := vgimg.New(vg.Points(1400), vg.Points(760))
 	dc := draw.New(img)
 	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
+	dc.Fill(dc.Path())
 	head := plot.New()
 	head.Title.Text = title
 	head.Title.TextStyle.Font.Size = vg.Points(16)
@@ -191,7 +191,7 @@ func PlotTimeline(path, title string, res *Result, gpu, slots int) error {
 	img := vgimg.New(vg.Points(1300), vg.Points(420))
 	dc := draw.New(img)
 	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
+	dc.Fill(dc.Path())
 	p.Draw(draw.Crop(dc, 0, -vg.Points(150), 0, 0))
 	return savePNG(img, path)
 }
@@ -202,10 +202,10 @@ func box(x0, x1, y0, y1 float64, fill, edge color.Color) (*plotter.Polygon, erro
 		return nil, fmt.Errorf("plot: %w", err)
 	}
 	pg.Color = fill
-	pg.LineStyle.Width = vg.Points(0.6)
+	pg.Width = vg.Points(0.6)
 	pg.LineStyle.Color = color.White
 	if edge != nil {
-		pg.LineStyle.Width = vg.Points(2)
+		pg.Width = vg.Points(2)
 		pg.LineStyle.Color = edge
 	}
 	return pg, nil

@@ -35,10 +35,10 @@ func WriteTable(w io.Writer, results []*Result) error {
 		var b strings.Builder
 		for i, c := range row {
 			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
-			switch {
-			case i == 0:
+			switch i {
+			case 0:
 				b.WriteString(c + pad)
-			case i == last:
+			case last:
 				b.WriteString("  " + c)
 			default:
 				b.WriteString("  " + pad + c)

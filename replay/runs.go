@@ -51,7 +51,7 @@ type run struct {
 func (e *engine) grant(j *jobState, g grant) {
 	nd := e.nodes[g.node]
 	slot := nd.gpus[g.gpu]
-	start := e.now
+	var start float64
 	if len(g.steps) > 0 {
 		cost := 0.0
 		for _, s := range g.steps {

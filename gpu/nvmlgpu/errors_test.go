@@ -27,7 +27,7 @@ func TestDriverErrorKinds(t *testing.T) {
 	for _, c := range cases {
 		err := driverError("create GPU instance 3g.20gb at 4:4 on GPU 0", c.ret)
 		if want := "create GPU instance 3g.20gb at 4:4 on GPU 0: " + c.code; err.Error() != want {
-			t.Errorf("%d: message %q, want %q", c.ret, err, want)
+			t.Errorf("%d: message %q, want %q", c.ret, err.Error(), want)
 		}
 		for _, s := range sentinels {
 			if got := errors.Is(err, s); got != (s == c.kind) {

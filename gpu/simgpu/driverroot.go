@@ -106,7 +106,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return fmt.Errorf("install simulated driver root: %w", err)
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close()
 		return fmt.Errorf("install simulated driver root: copy %s: %w", src, err)
 	}
 	if err := out.Close(); err != nil {
@@ -139,7 +139,7 @@ func newDriverState(root string) (*driverState, error) {
 	// A fresh driver holds no instances; a loaded state file publishes its own.
 	entries, _ := os.ReadDir(s.instancesDir())
 	for _, e := range entries {
-		os.Remove(filepath.Join(s.instancesDir(), e.Name()))
+		_ = os.Remove(filepath.Join(s.instancesDir(), e.Name()))
 	}
 	return s, nil
 }

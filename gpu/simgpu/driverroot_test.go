@@ -131,11 +131,10 @@ func TestNvidiaSmiListsTheVisibleInstance(t *testing.T) {
 // prog runs cudaprog with steps, stopping at each "pause" so the test can
 // look at the simulated NVML while the process holds memory.
 type prog struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Scanner
-	lines []string
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
 }
 
 func startProg(t *testing.T, bin string, env []string, steps ...string) *prog {

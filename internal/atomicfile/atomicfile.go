@@ -78,7 +78,7 @@ func RemoveStaleTemps(target string) {
 	prefix := TempPrefix(target)
 	for _, e := range entries {
 		if n := e.Name(); strings.HasPrefix(n, prefix) && strings.HasSuffix(n, ".tmp") {
-			os.Remove(filepath.Join(dir, n))
+			_ = os.Remove(filepath.Join(dir, n)) // a leftover of a crash; best effort
 		}
 	}
 }
