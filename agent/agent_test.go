@@ -14,7 +14,7 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/plugin/podresources"
+	"github.com/migpro/migpro/plugin/podresources/podresourcestest"
 )
 
 func quiet() logrus.FieldLogger {
@@ -26,7 +26,7 @@ func quiet() logrus.FieldLogger {
 type testEnv struct {
 	cfg  Config
 	node *simgpu.Node
-	pods *podresources.Fake
+	pods *podresourcestest.Fake
 }
 
 func newEnv(t testing.TB, spec string) *testEnv {
@@ -40,7 +40,7 @@ func newEnv(t testing.TB, spec string) *testEnv {
 	return &testEnv{
 		cfg: Config{StateDir: filepath.Join(dir, "state"), CDISpecDir: filepath.Join(dir, "cdi"),
 			Socket: filepath.Join(dir, "a.sock"), AssignGrace: time.Nanosecond, TelemetryDir: filepath.Join(dir, "run")},
-		node: node, pods: podresources.NewFake(),
+		node: node, pods: podresourcestest.NewFake(),
 	}
 }
 

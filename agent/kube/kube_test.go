@@ -20,7 +20,7 @@ import (
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
-	"github.com/migpro/migpro/plugin/podresources"
+	"github.com/migpro/migpro/plugin/podresources/podresourcestest"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
@@ -46,7 +46,7 @@ func (e *env) open(t *testing.T, opts ...agent.Option) *agent.Agent {
 	t.Helper()
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
-	opts = append([]agent.Option{agent.WithNode(e.node), agent.WithAssignments(podresources.NewFake()), agent.WithLogger(quiet)}, opts...)
+	opts = append([]agent.Option{agent.WithNode(e.node), agent.WithAssignments(podresourcestest.NewFake()), agent.WithLogger(quiet)}, opts...)
 	a, err := agent.New(e.cfg, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -1,25 +1,29 @@
-package podresources
+// Package podresourcestest has an in-memory podresources.Lister for tests
+// of the agent, standing in for the kubelet's PodResources API.
+package podresourcestest
 
 import (
 	"context"
 	"maps"
 	"sync"
+
+	"github.com/migpro/migpro/plugin/podresources"
 )
 
 // Fake is an in-memory Lister for tests.
 type Fake struct {
 	mu       sync.Mutex
-	assigned map[string]PodRef
+	assigned map[string]podresources.PodRef
 	err      error
 }
 
-var _ Lister = (*Fake)(nil)
+var _ podresources.Lister = (*Fake)(nil)
 
 // NewFake starts with no assigned device.
-func NewFake() *Fake { return &Fake{assigned: map[string]PodRef{}} }
+func NewFake() *Fake { return &Fake{assigned: map[string]podresources.PodRef{}} }
 
 // Assign records that device id went to pod.
-func (f *Fake) Assign(id string, pod PodRef) {
+func (f *Fake) Assign(id string, pod podresources.PodRef) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.assigned[id] = pod
@@ -41,7 +45,7 @@ func (f *Fake) SetError(err error) {
 }
 
 // AssignedDevices implements Lister.
-func (f *Fake) AssignedDevices(context.Context) (map[string]PodRef, error) {
+func (f *Fake) AssignedDevices(context.Context) (map[string]podresources.PodRef, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
