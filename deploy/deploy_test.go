@@ -90,3 +90,40 @@ func agentFlagNames(t *testing.T) map[string]bool {
 	}
 	return names
 }
+
+// TestSystemdUnitKeepsRuntimeDirectory: /run/migpro holds the telemetry
+// directories of running containers, so stopping the service must not remove
+// it (systemd removes a RuntimeDirectory on stop unless it is preserved).
+func TestSystemdUnitKeepsRuntimeDirectory(t *testing.T) {
+	b, err := os.ReadFile("systemd/migpro-agent.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string][]string{}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
+			section = line
+			continue
+		}
+		if section != "[Service]" || line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			keys[k] = append(keys[k], v)
+		}
+	}
+	for _, dir := range keys["RuntimeDirectory"] {
+		if !strings.Contains(dir, "migpro") {
+			continue
+		}
+		pres := keys["RuntimeDirectoryPreserve"]
+		if len(pres) == 0 || (pres[len(pres)-1] != "yes" && pres[len(pres)-1] != "restart") {
+			t.Fatalf("RuntimeDirectory=%s without RuntimeDirectoryPreserve=yes: systemd removes every container's telemetry directory when the service stops (RuntimeDirectoryPreserve=%v)", dir, pres)
+		}
+		if pres[len(pres)-1] == "restart" {
+			t.Fatalf("RuntimeDirectoryPreserve=restart still removes /run/migpro on a stop; use yes")
+		}
+	}
+}
