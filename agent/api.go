@@ -73,7 +73,7 @@ func (a *Agent) handleAlloc(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := a.Alloc(r.Context(), req)
 	switch {
-	case errors.Is(err, partitioner.ErrUnknownProfile):
+	case errors.Is(err, partitioner.ErrUnknownProfile), errors.Is(err, errBadRequest):
 		writeErr(w, http.StatusBadRequest, err)
 	case errors.Is(err, partitioner.ErrMustWait):
 		writeErr(w, http.StatusConflict, err)

@@ -47,20 +47,36 @@ func newCheckpointStore(dir string) (*checkpointStore, error) {
 	return &checkpointStore{path: path}, nil
 }
 
+// errCorruptCheckpoint marks a checkpoint file that is not a checkpoint at
+// all (not JSON, `null`, no version): recover sets it aside and rebuilds from
+// NVML and the kubelet. A checkpoint of another version is not corrupt (a
+// newer agent wrote it) and stays a refusal.
+var errCorruptCheckpoint = errors.New("corrupt checkpoint")
+
 // Load reads the checkpoint; a missing file is an empty checkpoint.
 func (c *checkpointStore) Load() (Checkpoint, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cp := Checkpoint{Version: checkpointVersion, Holders: map[string]Holder{}}
+	empty := Checkpoint{Version: checkpointVersion, Holders: map[string]Holder{}}
 	b, err := os.ReadFile(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return cp, nil
+		return empty, nil
 	}
 	if err != nil {
-		return cp, fmt.Errorf("read checkpoint: %w", err)
+		return empty, fmt.Errorf("read checkpoint: %w", err)
 	}
-	if err := json.Unmarshal(b, &cp); err != nil {
-		return cp, fmt.Errorf("read checkpoint %s: %w (move it aside to start afresh; running instances are rediscovered from NVML and the kubelet)", c.path, err)
+	// Decode into a pointer: `null` leaves it nil instead of silently
+	// meaning "nobody holds anything".
+	var p *Checkpoint
+	if err := json.Unmarshal(b, &p); err != nil {
+		return empty, fmt.Errorf("read checkpoint %s: %w: %v", c.path, errCorruptCheckpoint, err)
+	}
+	if p == nil {
+		return empty, fmt.Errorf("read checkpoint %s: %w: the file is JSON null", c.path, errCorruptCheckpoint)
+	}
+	cp := *p
+	if cp.Version == 0 {
+		return empty, fmt.Errorf("read checkpoint %s: %w: no version", c.path, errCorruptCheckpoint)
 	}
 	if cp.Version != checkpointVersion {
 		return cp, fmt.Errorf("read checkpoint %s: version %d, this agent reads %d", c.path, cp.Version, checkpointVersion)
@@ -69,6 +85,18 @@ func (c *checkpointStore) Load() (Checkpoint, error) {
 		cp.Holders = map[string]Holder{}
 	}
 	return cp, nil
+}
+
+// SetAside renames the checkpoint file out of the way (keeping it for the
+// operator to inspect) and returns its new name.
+func (c *checkpointStore) SetAside() (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	aside := fmt.Sprintf("%s.corrupt-%s", c.path, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Rename(c.path, aside); err != nil {
+		return "", fmt.Errorf("set corrupt checkpoint aside: %w", err)
+	}
+	return aside, nil
 }
 
 // Save replaces the checkpoint atomically and durably.

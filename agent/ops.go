@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 
@@ -19,6 +22,9 @@ const ownerLocal = "local"
 func (a *Agent) Alloc(ctx context.Context, req client.AllocRequest) (client.AllocResponse, error) {
 	if req.Profile == "" {
 		return client.AllocResponse{}, fmt.Errorf("alloc: no profile given: %w", partitioner.ErrUnknownProfile)
+	}
+	if err := validOwner(req.Owner); err != nil {
+		return client.AllocResponse{}, err
 	}
 	owner := ownerLocal
 	if req.Owner != "" {
@@ -37,6 +43,30 @@ func (a *Agent) Alloc(ctx context.Context, req client.AllocRequest) (client.Allo
 	a.log.WithFields(logrus.Fields{"uuid": in.UUID, "profile": in.Profile, "gpu": in.GPU, "owner": owner, "plan": plan.String()}).Info("allocated")
 	return client.AllocResponse{UUID: in.UUID, CDIName: name, Profile: in.Profile, GPU: in.GPU,
 		Start: in.Placement.Start, Size: in.Placement.Size, Steps: len(plan.Steps)}, nil
+}
+
+// errBadRequest marks a request the local API refuses as malformed (400).
+var errBadRequest = errors.New("bad request")
+
+// maxOwner bounds an owner label: it is shown in status pictures and logs.
+const maxOwner = 128
+
+// validOwner refuses owners that could forge lines or pictures where they
+// are printed (`migctl status`, logs): control characters (newlines
+// included), invalid UTF-8, and over-long labels.
+func validOwner(owner string) error {
+	if len(owner) > maxOwner {
+		return fmt.Errorf("alloc: owner is %d bytes, at most %d: %w", len(owner), maxOwner, errBadRequest)
+	}
+	if !utf8.ValidString(owner) {
+		return fmt.Errorf("alloc: owner %q is not UTF-8: %w", owner, errBadRequest)
+	}
+	for _, r := range owner {
+		if unicode.IsControl(r) || (!unicode.IsPrint(r) && r != ' ') {
+			return fmt.Errorf("alloc: owner %q contains a control or non-printing character: %w", owner, errBadRequest)
+		}
+	}
+	return nil
 }
 
 // Free releases a locally held instance and destroys it, removing its spec.

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -44,6 +46,14 @@ func (a *Agent) recover(ctx context.Context) error {
 		}
 	}
 	cp, err := a.ckpt.Load()
+	if errors.Is(err, errCorruptCheckpoint) {
+		aside, aerr := a.ckpt.SetAside()
+		if aerr != nil {
+			return fmt.Errorf("%v; %w", err, aerr)
+		}
+		a.log.WithFields(logrus.Fields{"moved_to": aside}).Errorf("%v; set aside, recovering holders from NVML and the kubelet's PodResources (local holders are lost; their instances stay idle until proved unused)", err)
+		err = nil
+	}
 	if err != nil {
 		return err
 	}

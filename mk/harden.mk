@@ -1,0 +1,12 @@
+# Security hardening checks; see docs/security.md.
+#
+#   make api-fuzz   bounded fuzz run of the local API's request decoding (part of make test)
+
+API_FUZZTIME ?= 20s
+
+.PHONY: api-fuzz
+
+api-fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzLocalAPIRequest$$' -fuzztime $(API_FUZZTIME) ./agent
+
+TEST_TARGETS += api-fuzz
