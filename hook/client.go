@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -25,8 +26,13 @@ const maxResponse = 64 << 10
 // net would make a cgo build of the hook dynamically linked, and a
 // dynamically linked hook is exactly what a hostile LD_PRELOAD can hijack.
 type Client struct {
-	Socket  string
+	Socket string
+	// Timeout bounds each request when Deadline is zero.
 	Timeout time.Duration
+	// Deadline, when set, is one absolute bound on everything the client
+	// does: connect, every write and every read. A server that trickles its
+	// answer a byte at a time cannot stretch it.
+	Deadline time.Time
 }
 
 // Register announces the container and returns its socket directory.
@@ -51,7 +57,10 @@ func (c Client) Register(r telemetryapi.Registration) (telemetryapi.Endpoint, er
 
 // Deregister tells the agent the container is gone. Unknown ids are fine.
 func (c Client) Deregister(id string) error {
-	code, resp, err := c.do("DELETE", "/v1/containers/"+id, nil)
+	if err := ValidID(id); err != nil {
+		return err
+	}
+	code, resp, err := c.do("DELETE", "/v1/containers/"+url.PathEscape(id), nil)
 	if err != nil {
 		return err
 	}
@@ -83,13 +92,28 @@ func (c Client) do(method, path string, body []byte) (int, []byte, error) {
 		return fail("socket", err)
 	}
 	defer unix.Close(fd)
-	// The timeouts bound connect (unix sockets honour SO_SNDTIMEO there),
-	// every write and every read, so a hung agent cannot hang the start.
-	tv := unix.NsecToTimeval(c.Timeout.Nanoseconds())
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
-		return fail("timeout", err)
+	deadline := c.Deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(c.Timeout)
 	}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+	// Before every blocking call the socket timeouts are set to what is left
+	// of the one deadline (unix sockets honour SO_SNDTIMEO on connect), so a
+	// hung or trickling agent cannot hang the start past it.
+	arm := func() error {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("deadline of %v exceeded", c.Timeout)
+		}
+		if left < time.Microsecond {
+			left = time.Microsecond
+		}
+		tv := unix.NsecToTimeval(left.Nanoseconds())
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+			return err
+		}
+		return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	}
+	if err := arm(); err != nil {
 		return fail("timeout", err)
 	}
 	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: c.Socket}); err != nil {
@@ -99,6 +123,9 @@ func (c Client) do(method, path string, body []byte) (int, []byte, error) {
 	fmt.Fprintf(&req, "%s %s HTTP/1.0\r\nHost: migpro-agent\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", method, path, len(body))
 	req.Write(body)
 	for b := req.Bytes(); len(b) > 0; {
+		if err := arm(); err != nil {
+			return fail("write", err)
+		}
 		n, err := unix.Write(fd, b)
 		if err != nil {
 			return fail("write", err)
@@ -108,6 +135,9 @@ func (c Client) do(method, path string, body []byte) (int, []byte, error) {
 	resp := make([]byte, 0, 4096)
 	buf := make([]byte, 4096)
 	for len(resp) <= maxResponse {
+		if err := arm(); err != nil {
+			return fail("read", err)
+		}
 		n, err := unix.Read(fd, buf)
 		if err == unix.EINTR {
 			continue

@@ -31,6 +31,22 @@ const (
 // the container does not start, whatever the fail-open setting.
 var ErrUnsafeRootfs = errors.New("unsafe container rootfs")
 
+// ErrNoMountPoint marks a rootfs where the mount point cannot be made for an
+// ordinary reason: a read-only rootfs (EROFS), a full one (ENOSPC), or one
+// the runtime's user may not write (EPERM, EACCES). The container then
+// starts without telemetry (fail-open), unlike ErrUnsafeRootfs.
+var ErrNoMountPoint = errors.New("cannot create the telemetry mount point")
+
+// ordinaryMkdirFailure says whether err is one of the ErrNoMountPoint cases.
+func ordinaryMkdirFailure(err error) bool {
+	for _, e := range []error{unix.EROFS, unix.ENOSPC, unix.EDQUOT, unix.EPERM, unix.EACCES} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // Injection says what to put into one container.
 type Injection struct {
 	// NSPath is the container's mount namespace, normally
@@ -71,6 +87,12 @@ const roAttrs = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATT
 func Inject(in Injection) error {
 	if !filepath.IsAbs(in.Rootfs) || !filepath.IsAbs(in.SocketDir) {
 		return fmt.Errorf("inject: rootfs %q and socket dir %q must be absolute", in.Rootfs, in.SocketDir)
+	}
+	if filepath.Clean(in.Rootfs) == "/" {
+		return fmt.Errorf("%w: the rootfs is the host's /; refusing to mount over %s", ErrUnsafeRootfs, ContainerDir)
+	}
+	if err := notHostNamespace(in.NSPath); err != nil {
+		return err
 	}
 	dirTree, err := cloneReadOnly(in.SocketDir)
 	if err != nil {
@@ -123,7 +145,7 @@ func Inject(in Injection) error {
 			}
 		}
 		if err := unix.MoveMount(dirTree, "", int(dir.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-			return fmt.Errorf("inject: mounting %s at %s: %w", in.SocketDir, ContainerDir, err)
+			return fmt.Errorf("inject: mounting %q at %s: %w", in.SocketDir, ContainerDir, err)
 		}
 		if preloadTree >= 0 {
 			if err := attachFile(root, rootReal, preloadTree, ContainerPreload); err != nil {
@@ -139,26 +161,51 @@ func Inject(in Injection) error {
 func openRoot(rootfs string) (*os.File, string, error) {
 	root, err := os.OpenFile(rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, "", fmt.Errorf("inject: opening rootfs %s in the container's namespace: %w", rootfs, err)
+		return nil, "", fmt.Errorf("inject: opening rootfs %q in the container's namespace: %w", rootfs, err)
 	}
 	rootReal, err := fdPath(root)
 	if err != nil {
 		root.Close()
 		return nil, "", err
 	}
+	if rootReal == "/" {
+		root.Close()
+		return nil, "", fmt.Errorf("%w: rootfs %q resolves to / in the container's namespace; refusing to mount over %s", ErrUnsafeRootfs, rootfs, ContainerDir)
+	}
 	return root, rootReal, nil
+}
+
+// notHostNamespace refuses a mount namespace that is the hook's own (the
+// host's, for a hook the runtime runs): a state pid there would make the
+// hook mount over the host's paths.
+func notHostNamespace(nsPath string) error {
+	var target, self unix.Stat_t
+	if err := unix.Stat(nsPath, &target); err != nil {
+		return fmt.Errorf("inject: mount namespace %q: %w", nsPath, err)
+	}
+	// This thread's namespace: /proc/self names the thread-group leader,
+	// which an earlier inNamespace may have left in a container's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Stat("/proc/thread-self/ns/mnt", &self); err != nil {
+		return fmt.Errorf("inject: own mount namespace: %w", err)
+	}
+	if target.Dev == self.Dev && target.Ino == self.Ino {
+		return fmt.Errorf("%w: %s is the hook's own (the host's) mount namespace, not a container's; refusing to mount into it", ErrUnsafeRootfs, nsPath)
+	}
+	return nil
 }
 
 // cloneReadOnly makes a detached, read-only bind of a host path.
 func cloneReadOnly(src string) (int, error) {
 	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
-		return -1, fmt.Errorf("inject: cloning %s (open_tree needs Linux 5.2+): %w", src, err)
+		return -1, fmt.Errorf("inject: cloning %q (open_tree needs Linux 5.2+): %w", src, err)
 	}
 	attr := unix.MountAttr{Attr_set: roAttrs}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 		unix.Close(fd)
-		return -1, fmt.Errorf("inject: making %s read-only (mount_setattr needs Linux 5.12+): %w", src, err)
+		return -1, fmt.Errorf("inject: making %q read-only (mount_setattr needs Linux 5.12+): %w", src, err)
 	}
 	return fd, nil
 }
@@ -195,7 +242,7 @@ func inNamespace(nsPath string, fn func() error) error {
 func fdPath(f *os.File) (string, error) {
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
 	if err != nil {
-		return "", fmt.Errorf("inject: resolving %s: %w", f.Name(), err)
+		return "", fmt.Errorf("inject: resolving %q: %w", f.Name(), err)
 	}
 	return p, nil
 }
@@ -205,7 +252,10 @@ func fdPath(f *os.File) (string, error) {
 func mkdirExact(root *os.File, rootReal, path string) (*os.File, error) {
 	dir, err := pathrs.MkdirAllHandle(root, path, 0o755)
 	if err != nil {
-		return nil, fmt.Errorf("%w: creating %s in the rootfs%s: %v", ErrUnsafeRootfs, path, symlinkOnPath(rootReal, path), err)
+		if link := symlinkOnPath(rootReal, path); link == "" && ordinaryMkdirFailure(err) {
+			return nil, fmt.Errorf("%w: creating %q in the rootfs: %v", ErrNoMountPoint, path, err)
+		}
+		return nil, fmt.Errorf("%w: creating %q in the rootfs%s: %v", ErrUnsafeRootfs, path, symlinkOnPath(rootReal, path), err)
 	}
 	if err := checkExact(dir, rootReal, path); err != nil {
 		dir.Close()
@@ -221,7 +271,7 @@ func checkExact(f *os.File, rootReal, path string) error {
 	}
 	if want := filepath.Join(rootReal, path); got != want {
 		rel, _ := filepath.Rel(rootReal, got)
-		return fmt.Errorf("%w: %s resolves to /%s through a symlink; refusing to mount over it", ErrUnsafeRootfs, path, rel)
+		return fmt.Errorf("%w: %q resolves to %q through a symlink; refusing to mount over it", ErrUnsafeRootfs, path, "/"+rel)
 	}
 	return nil
 }
@@ -249,7 +299,10 @@ func attachFile(root *os.File, rootReal string, tree int, path string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("inject: creating mount point %s: %w", path, err)
+		if ordinaryMkdirFailure(err) {
+			return fmt.Errorf("%w: creating %q: %v", ErrNoMountPoint, path, err)
+		}
+		return fmt.Errorf("inject: creating mount point %q: %w", path, err)
 	}
 	defer unix.Close(fd)
 	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
@@ -266,7 +319,7 @@ func symlinkOnPath(rootReal, path string) string {
 		cur = filepath.Join(cur, part)
 		if target, err := os.Readlink(cur); err == nil {
 			rel, _ := filepath.Rel(rootReal, cur)
-			return fmt.Sprintf(" (/%s is a symlink to %s)", rel, target)
+			return fmt.Sprintf(" (%q is a symlink to %q)", "/"+rel, target)
 		}
 	}
 	return ""

@@ -51,9 +51,10 @@ func ParseState(r io.Reader) (specs.State, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("%w: decoding state JSON from stdin: %v", ErrBadInput, err)
 	}
+	if err := ValidID(st.ID); err != nil {
+		return st, err
+	}
 	switch {
-	case st.ID == "":
-		return st, fmt.Errorf("%w: state has no container id", ErrBadInput)
 	case st.Bundle == "" || !filepath.IsAbs(st.Bundle):
 		return st, fmt.Errorf("%w: state bundle %q is not an absolute path", ErrBadInput, st.Bundle)
 	case st.Pid < 0:
@@ -62,15 +63,41 @@ func ParseState(r io.Reader) (specs.State, error) {
 	return st, nil
 }
 
+// maxIDLen bounds a container id; runtimes use 64 hex digits.
+const maxIDLen = 1024
+
+// ValidID checks a container id against the OCI runtimes' id grammar (runc
+// and crun accept letters, digits, '_', '+', '-' and '.'), so an id can never
+// carry a CR/LF into the agent request, a '/' into a path, or a control
+// character into a log line.
+func ValidID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: state has no container id", ErrBadInput)
+	}
+	if len(id) > maxIDLen {
+		return fmt.Errorf("%w: container id of %d bytes, at most %d", ErrBadInput, len(id), maxIDLen)
+	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%w: container id %q", ErrBadInput, id)
+	}
+	for _, c := range []byte(id) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '+' || c == '-' || c == '.'
+		if !ok {
+			return fmt.Errorf("%w: container id %q has a character outside [A-Za-z0-9_+.-]", ErrBadInput, id)
+		}
+	}
+	return nil
+}
+
 // readBounded reads r whole, refusing more than limit bytes: the hook's
 // inputs are small, and anything larger is refused rather than buffered.
 func readBounded(r io.Reader, what string, limit int) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading %s: %v", ErrBadInput, what, err)
+		return nil, fmt.Errorf("%w: reading %q: %v", ErrBadInput, what, err)
 	}
 	if len(b) > limit {
-		return nil, fmt.Errorf("%w: %s exceeds %d bytes", ErrBadInput, what, limit)
+		return nil, fmt.Errorf("%w: %q exceeds %d bytes", ErrBadInput, what, limit)
 	}
 	return b, nil
 }
@@ -99,10 +126,10 @@ func LoadBundle(bundle string) (Bundle, error) {
 	}
 	var spec specs.Spec
 	if err := json.Unmarshal(data, &spec); err != nil {
-		return b, fmt.Errorf("%w: decoding %s: %v", ErrBadInput, path, err)
+		return b, fmt.Errorf("%w: decoding %q: %v", ErrBadInput, path, err)
 	}
 	if spec.Root == nil || spec.Root.Path == "" {
-		return b, fmt.Errorf("%w: %s has no root.path", ErrBadInput, path)
+		return b, fmt.Errorf("%w: %q has no root.path", ErrBadInput, path)
 	}
 	b.Spec = &spec
 	b.Rootfs = spec.Root.Path

@@ -75,13 +75,14 @@ func Run(cfg Config, stdin io.Reader) (Result, error) {
 			res.Stage = StagePoststop
 		}
 	}
-	client := Client{Socket: cfg.AgentSocket, Timeout: cfg.Timeout}
+	// One absolute deadline for everything this run asks the agent.
+	client := Client{Socket: cfg.AgentSocket, Timeout: cfg.Timeout, Deadline: time.Now().Add(cfg.Timeout)}
 	switch res.Stage {
 	case StagePoststop:
 		// Never fails the runtime: the agent also drops containers whose
 		// pid is gone.
 		if err := client.Deregister(st.ID); err != nil {
-			cfg.Logf("migpro-hook: container %s: deregistering: %v", st.ID, err)
+			cfg.Logf("migpro-hook: container %q: deregistering: %v", st.ID, err)
 		}
 		return res, nil
 	case StageCreateRuntime, StagePrestart:
@@ -111,7 +112,7 @@ func Run(cfg Config, stdin io.Reader) (Result, error) {
 	if err != nil {
 		// Leave no half-made state at the agent.
 		if derr := client.Deregister(st.ID); derr != nil {
-			cfg.Logf("migpro-hook: container %s: undoing registration: %v", st.ID, derr)
+			cfg.Logf("migpro-hook: container %q: undoing registration: %v", st.ID, derr)
 		}
 		if errors.Is(err, ErrUnsafeRootfs) {
 			return res, err
@@ -127,6 +128,6 @@ func (cfg Config) failOpen(res *Result, id string, err error) error {
 		return fmt.Errorf("container %s: telemetry required (fail-closed): %w", id, err)
 	}
 	res.Skipped = "fail-open"
-	cfg.Logf("migpro-hook: container %s starts without telemetry (fail-open): %v", id, err)
+	cfg.Logf("migpro-hook: container %q starts without telemetry (fail-open): %v", id, err)
 	return nil
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/migpro/migpro/hook"
 )
+
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stderr)) }
 
@@ -30,7 +33,9 @@ func run(args []string, stdin io.Reader, stderr io.Writer) int {
 	}
 	cfg.Stage = fs.Arg(0)
 	cfg.Logf = func(format string, a ...any) {
-		line := fmt.Sprintf(format, a...)
+		// Paths and ids are quoted where they are formatted; this is the
+		// last guard: one call, one line.
+		line := lineBreaks.Replace(fmt.Sprintf(format, a...))
 		fmt.Fprintln(stderr, line)
 		if *logFile != "" {
 			if f, err := os.OpenFile(*logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640); err == nil {
