@@ -51,3 +51,40 @@ func readRegistration(dir string) (Registration, error) {
 	}
 	return r, r.Validate()
 }
+
+// pidCheckFile records, next to the registration, that the agent could see
+// the container's pid when it registered, and from which pid namespace. A
+// restarted agent may treat a vanished pid as an exited container only when
+// this record exists and names its own pid namespace: an agent without the
+// host's pid namespace (no hostPID) cannot see any container's pid, and must
+// not read "not visible" as "gone".
+const pidCheckFile = "pidcheck"
+
+// ownPIDNamespace names the agent's pid namespace ("pid:[4026531836]").
+func ownPIDNamespace() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+}
+
+func writePIDCheck(dir string, visible bool, ns string) error {
+	path := filepath.Join(dir, pidCheckFile)
+	if !visible || ns == "" {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("telemetry: clearing %s: %w", path, err)
+		}
+		return nil
+	}
+	if err := atomicfile.WriteFile(path, []byte(ns), 0o600, atomicfile.Options{}); err != nil {
+		return fmt.Errorf("telemetry: recording %s: %w", path, err)
+	}
+	return nil
+}
+
+// pidCheckedIn returns the pid namespace recorded by writePIDCheck, or "".
+func pidCheckedIn(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, pidCheckFile))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

@@ -81,6 +81,7 @@ type config struct {
 	registerer    prometheus.Registerer
 	log           logrus.FieldLogger
 	pidAlive      func(pid int) bool
+	pidNS         func() string
 }
 
 // Option configures a Service.
@@ -152,7 +153,7 @@ func New(opts ...Option) (*Service, error) {
 	cfg := config{
 		stateDir: DefaultStateDir, ringSize: DefaultRingSize, maxContainers: DefaultMaxContainers,
 		maxProcesses: DefaultMaxProcesses, rate: DefaultRate, burst: DefaultBurst,
-		log: logrus.StandardLogger(), pidAlive: procAlive,
+		log: logrus.StandardLogger(), pidAlive: procAlive, pidNS: ownPIDNamespace,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -246,8 +247,12 @@ func (s *Service) Register(r Registration) (Endpoint, error) {
 		c.mu.Lock()
 		c.reg = r.Clone()
 		c.pidCheck = s.pidVisible(r.PID)
+		check := c.pidCheck
 		c.mu.Unlock()
 		if err := writeRegistration(c.dir, r); err != nil {
+			return Endpoint{}, err
+		}
+		if err := writePIDCheck(c.dir, check, s.cfg.pidNS()); err != nil {
 			return Endpoint{}, err
 		}
 		return c.endpoint(), nil
@@ -295,6 +300,9 @@ func (s *Service) open(r Registration) (*container, error) {
 		return fail(fmt.Errorf("telemetry: SO_PASSCRED on %s: %w", sock, err))
 	}
 	if err := writeRegistration(dir, r); err != nil {
+		return fail(err)
+	}
+	if err := writePIDCheck(dir, s.pidVisible(r.PID), s.cfg.pidNS()); err != nil {
 		return fail(err)
 	}
 	c := &container{
@@ -366,12 +374,22 @@ func (s *Service) Restore() (int, error) {
 			err = fmt.Errorf("registration id %q in directory %q", r.ID, e.Name())
 		}
 		if err == nil && s.cfg.pidAlive != nil && r.PID > 0 && !s.cfg.pidAlive(r.PID) {
-			// Gone while the agent was down (its poststop could not reach
-			// us): clean up instead of resurrecting it.
-			if rerr := os.RemoveAll(dir); rerr != nil {
-				s.cfg.log.WithError(rerr).WithField("container", r.ID).Warn("telemetry: removing exited container")
+			// The poller's guard: "not visible" means "gone" only for a
+			// pid the agent could see when it registered, from the pid
+			// namespace it is in now.
+			log := s.cfg.log.WithFields(logrus.Fields{"container": r.ID, "pid": r.PID})
+			if checked := pidCheckedIn(dir); checked == "" || checked != s.cfg.pidNS() {
+				log.WithField("pid_namespace", checked).Info("telemetry: restoring a container whose pid this agent cannot see; it is kept (run the agent with the host's pid namespace to collect exited containers)")
+			} else {
+				// Gone while the agent was down (its poststop could not
+				// reach us): clean up instead of resurrecting it.
+				if rerr := os.RemoveAll(dir); rerr != nil {
+					log.WithError(rerr).Warn("telemetry: removing exited container")
+				} else {
+					log.Info("telemetry: container exited while the agent was down; removed its registration")
+				}
+				continue
 			}
-			continue
 		}
 		if err == nil {
 			_, err = s.Register(r)
