@@ -53,6 +53,9 @@ type container struct {
 	// pidCheck: the agent could see the registered pid when it registered,
 	// so a vanished pid later means the container is gone.
 	pidCheck bool
+	// pidNS is the registered pid's pid namespace, when pidCheck: every
+	// sender must be in it.
+	pidNS string
 }
 
 func (c *container) endpoint() Endpoint {
@@ -204,6 +207,11 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 		key = procKey{pid: int32(m.PID)}
 	}
 	p := c.procs[key]
+	if p == nil && !s.senderInContainer(c, hostPID) {
+		c.mu.Unlock()
+		s.st.foreign.Add(1)
+		return true
+	}
 	if p == nil {
 		if len(c.procs) >= s.cfg.maxProcesses {
 			c.mu.Unlock()
@@ -267,4 +275,21 @@ func (c *container) publish(s *Service, smp Sample) {
 func procAlive(pid int) bool {
 	err := unix.Kill(pid, 0)
 	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// senderInContainer checks a new sender's kernel-attached pid (SCM_CREDENTIALS)
+// against the registered container: it must be in the container's pid
+// namespace. It runs once per new sender, under c.mu. When the agent could
+// not see the container's pid at registration (no host pid namespace) there
+// is nothing to compare with, and the directory modes are the only guard.
+// A sender the agent cannot see at all (pid 0) while it can see the
+// container is outside the container's namespace tree, hence foreign.
+func (s *Service) senderInContainer(c *container, hostPID int32) bool {
+	if !c.pidCheck || c.pidNS == "" || s.cfg.pidNSOf == nil {
+		return true
+	}
+	if hostPID <= 0 {
+		return false
+	}
+	return s.cfg.pidNSOf(int(hostPID)) == c.pidNS
 }

@@ -12,6 +12,7 @@ func (s *Service) registerMetrics(r prometheus.Registerer) error {
 	results := map[string]*atomic.Uint64{
 		"accepted": &s.st.accepted, "malformed": &s.st.malformed, "oversized": &s.st.oversized,
 		"rate_limited": &s.st.rateLimited, "too_many_processes": &s.st.tooManyProcs, "stale": &s.st.stale,
+		"foreign": &s.st.foreign,
 	}
 	for result, v := range results {
 		c := prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/migpro/migpro/internal/atomicfile"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
@@ -59,6 +60,13 @@ func readRegistration(dir string) (Registration, error) {
 // host's pid namespace (no hostPID) cannot see any container's pid, and must
 // not read "not visible" as "gone".
 const pidCheckFile = "pidcheck"
+
+// pidNamespaceOf names pid's pid namespace as the agent sees it, or "" when
+// it cannot.
+func pidNamespaceOf(pid int) string {
+	ns, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	return ns
+}
 
 // ownPIDNamespace names the agent's pid namespace ("pid:[4026531836]").
 func ownPIDNamespace() string {

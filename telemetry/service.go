@@ -82,6 +82,7 @@ type config struct {
 	log           logrus.FieldLogger
 	pidAlive      func(pid int) bool
 	pidNS         func() string
+	pidNSOf       func(pid int) string
 }
 
 // Option configures a Service.
@@ -127,11 +128,14 @@ func WithPIDCheck(alive func(pid int) bool) Option { return func(c *config) { c.
 type Stats struct {
 	Accepted, Malformed, Oversized, RateLimited, TooManyProcesses, Stale uint64
 	PollErrors, RejectedRegistrations                                    uint64
+	// Foreign counts datagrams whose sender (by its kernel-attached
+	// credentials) is not in the registered container's pid namespace.
+	Foreign uint64
 }
 
 type stats struct {
 	accepted, malformed, oversized, rateLimited, tooManyProcs, stale atomic.Uint64
-	pollErrors, rejected                                             atomic.Uint64
+	pollErrors, rejected, foreign                                    atomic.Uint64
 }
 
 // Service owns the per-container sockets and series.
@@ -153,7 +157,7 @@ func New(opts ...Option) (*Service, error) {
 	cfg := config{
 		stateDir: DefaultStateDir, ringSize: DefaultRingSize, maxContainers: DefaultMaxContainers,
 		maxProcesses: DefaultMaxProcesses, rate: DefaultRate, burst: DefaultBurst,
-		log: logrus.StandardLogger(), pidAlive: procAlive, pidNS: ownPIDNamespace,
+		log: logrus.StandardLogger(), pidAlive: procAlive, pidNS: ownPIDNamespace, pidNSOf: pidNamespaceOf,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -180,6 +184,7 @@ func (s *Service) Stats() Stats {
 		Accepted: s.st.accepted.Load(), Malformed: s.st.malformed.Load(), Oversized: s.st.oversized.Load(),
 		RateLimited: s.st.rateLimited.Load(), TooManyProcesses: s.st.tooManyProcs.Load(), Stale: s.st.stale.Load(),
 		PollErrors: s.st.pollErrors.Load(), RejectedRegistrations: s.st.rejected.Load(),
+		Foreign: s.st.foreign.Load(),
 	}
 }
 
@@ -247,6 +252,10 @@ func (s *Service) Register(r Registration) (Endpoint, error) {
 		c.mu.Lock()
 		c.reg = r.Clone()
 		c.pidCheck = s.pidVisible(r.PID)
+		c.pidNS = ""
+		if c.pidCheck && s.cfg.pidNSOf != nil {
+			c.pidNS = s.cfg.pidNSOf(r.PID)
+		}
 		check := c.pidCheck
 		c.mu.Unlock()
 		if err := writeRegistration(c.dir, r); err != nil {
@@ -274,9 +283,13 @@ func (s *Service) Register(r Registration) (Endpoint, error) {
 // Everything under the state dir is agent-owned, and the id was validated to
 // be a single safe path element, so plain path joins are sound here.
 func (s *Service) open(r Registration) (*container, error) {
-	dir := filepath.Join(s.cfg.stateDir, "containers", r.ID)
+	parent := filepath.Join(s.cfg.stateDir, "containers")
+	dir := filepath.Join(parent, r.ID)
 	sock := filepath.Join(dir, SocketName)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := privateParent(parent); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("telemetry: creating %s: %w", dir, err)
 	}
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -291,8 +304,9 @@ func (s *Service) open(r Registration) (*container, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	// Any uid in the container must be able to send; the socket is reachable
-	// only through this container's own bind mount.
+	// Any uid in the container must be able to send. On the host the socket
+	// is behind the 0700 containers directory, so it is reachable only
+	// through this container's own bind mount (and by host root).
 	if err := os.Chmod(sock, 0o666); err != nil {
 		return fail(fmt.Errorf("telemetry: chmod %s: %w", sock, err))
 	}
@@ -310,8 +324,24 @@ func (s *Service) open(r Registration) (*container, error) {
 		ring: newRing(s.cfg.ringSize), procs: map[procKey]*proc{},
 		tokens: s.cfg.burst, refill: time.Now(), pidCheck: s.pidVisible(r.PID),
 	}
+	if c.pidCheck && s.cfg.pidNSOf != nil {
+		c.pidNS = s.cfg.pidNSOf(r.PID)
+	}
 	c.pubCond = sync.NewCond(&c.pubMu)
 	return c, nil
+}
+
+// privateParent makes <state>/containers owned by the agent and mode 0700:
+// no host user but root can walk to a container's socket (each container
+// sees only its own directory, through its bind mount).
+func privateParent(parent string) error {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return fmt.Errorf("telemetry: creating %s: %w", parent, err)
+	}
+	if err := os.Chmod(parent, 0o700); err != nil {
+		return fmt.Errorf("telemetry: chmod %s: %w", parent, err)
+	}
+	return nil
 }
 
 // pidVisible reports whether the pid check can be trusted for pid.
