@@ -1,0 +1,189 @@
+//go:build e2e
+
+package e2e
+
+// The agent's cluster privileges, tried with its real credentials on the
+// real v1.32 API server: RBAC from deploy/kubernetes/rbac*.yaml and the
+// ValidatingAdmissionPolicies of deploy/kubernetes/agent-policy.yaml.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/migpro/migpro/e2e/harness"
+)
+
+func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
+	cl := harness.StartCluster(t)
+	ctx := context.Background()
+	root := repoRoot()
+	admin := cl.Client
+
+	// Two nodes (objects only): the agent's own, and another one.
+	for _, n := range []string{"gpu-a", "gpu-b"} {
+		mustCreate(t, func() error {
+			_, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"team": "x"}}}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
+	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
+	serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
+	if r := cl.Kubectl(t, "apply", "-f", filepath.Join(root, "deploy/kubernetes/agent-policy.yaml")); r.ExitCode != 0 || r.Err != nil {
+		t.Fatalf("kubectl apply agent-policy.yaml: exit %d %v\n%s", r.ExitCode, r.Err, r.Combined())
+	}
+	agent := nodeBoundAgent(t, cl, "gpu-a")
+
+	// Objects the agent will try to change, made by the admin.
+	mustCreate(t, func() error {
+		_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{})
+		return err
+	})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "team", Labels: map[string]string{"app": "v"}, Annotations: map[string]string{"other.io/keep": "1"}},
+		Spec:       corev1.PodSpec{NodeName: "gpu-b", Containers: []corev1.Container{{Name: "c", Image: "busybox:good"}}},
+	}
+	mustCreate(t, func() error { _, err := admin.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error {
+		_, err := admin.CoreV1().ConfigMaps("team").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "migpro-readmit-foreign"}}, metav1.CreateOptions{})
+		return err
+	})
+
+	// The VAPs take a moment to be loaded by the API server: retry the
+	// first refusal until it is seen.
+	patchPod := func(body string) error {
+		_, err := agent.CoreV1().Pods("team").Patch(ctx, "victim", types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := patchPod(`{"metadata":{"annotations":{"other.io/x":"1"}}}`)
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a foreign annotation by the agent: %v, want refused by the policy", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	refused := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: allowed, want refused", what)
+		} else if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Errorf("%s: %v, want forbidden or invalid", what, err)
+		} else {
+			t.Logf("%s: refused: %v", what, err)
+		}
+	}
+	allowed := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v, want allowed", what, err)
+		}
+	}
+
+	// Pods.
+	allowed("pod: add a migpro.dev/ annotation", patchPod(`{"metadata":{"annotations":{"migpro.dev/predicted-oom":"x"}}}`))
+	allowed("pod: remove a migpro.dev/ annotation", patchPod(`{"metadata":{"annotations":{"migpro.dev/predicted-oom":null}}}`))
+	refused("pod: change another annotation", patchPod(`{"metadata":{"annotations":{"other.io/keep":"2"}}}`))
+	refused("pod: remove another annotation", patchPod(`{"metadata":{"annotations":{"other.io/keep":null}}}`))
+	refused("pod: change a label", patchPod(`{"metadata":{"labels":{"app":"evil"}}}`))
+	refused("pod: change the image", patchPod(`{"spec":{"containers":[{"name":"c","image":"evil:latest"}]}}`))
+	cur, err := admin.CoreV1().Pods("team").Get(ctx, "victim", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Annotations["migpro.dev/x"] = "1"
+	_, err = agent.CoreV1().Pods("team").Update(ctx, cur, metav1.UpdateOptions{})
+	refused("pod: update (PUT), even of a migpro.dev/ annotation", err)
+	if got, _ := admin.CoreV1().Pods("team").Get(ctx, "victim", metav1.GetOptions{}); got.Spec.Containers[0].Image != "busybox:good" || got.Labels["app"] != "v" || got.Annotations["other.io/keep"] != "1" {
+		t.Errorf("pod after the agent's attempts: %+v %v", got.Labels, got.Annotations)
+	}
+
+	// ConfigMaps.
+	cm := func(ns, name string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Data: map[string]string{"k": "v"}}
+	}
+	managed := map[string]string{"app.kubernetes.io/managed-by": "migpro"}
+	_, err = agent.CoreV1().ConfigMaps("kube-system").Create(ctx, cm("kube-system", "kube-proxy-evil", managed), metav1.CreateOptions{})
+	refused("configmap: create kube-system/kube-proxy-evil", err)
+	_, err = agent.CoreV1().ConfigMaps("team").Create(ctx, cm("team", "migpro-readmit-deployment-x", nil), metav1.CreateOptions{})
+	refused("configmap: create migpro-readmit-* without the managed-by label", err)
+	made, err := agent.CoreV1().ConfigMaps("team").Create(ctx, cm("team", "migpro-readmit-deployment-x", managed), metav1.CreateOptions{})
+	allowed("configmap: create a labelled migpro-readmit-*", err)
+	if made != nil {
+		made.Data["k"] = "w"
+		_, err = agent.CoreV1().ConfigMaps("team").Update(ctx, made, metav1.UpdateOptions{})
+		allowed("configmap: update its own", err)
+	}
+	foreign, err := admin.CoreV1().ConfigMaps("team").Get(ctx, "migpro-readmit-foreign", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign.Labels = managed
+	_, err = agent.CoreV1().ConfigMaps("team").Update(ctx, foreign, metav1.UpdateOptions{})
+	refused("configmap: take over an unlabelled migpro-readmit-* by labelling it", err)
+
+	// Nodes.
+	patchNode := func(name, body string) error {
+		_, err := agent.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
+	allowed("node: its own, a migpro.dev/ label", patchNode("gpu-a", `{"metadata":{"labels":{"migpro.dev/profiles":"1g.5gb"}}}`))
+	refused("node: its own, another label", patchNode("gpu-a", `{"metadata":{"labels":{"team":"evil"}}}`))
+	refused("node: its own, a taint", patchNode("gpu-a", `{"spec":{"taints":[{"key":"evil","effect":"NoSchedule"}]}}`))
+	refused("node: another node, a migpro.dev/ label", patchNode("gpu-b", `{"metadata":{"labels":{"migpro.dev/profiles":"x"}}}`))
+
+	// A token not bound to a node cannot touch any node.
+	unbound, err := kubernetes.NewForConfig(cl.RESTConfig(t, filepath.Join(cl.Dir, "migpro-agent.kubeconfig")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = unbound.CoreV1().Nodes().Patch(ctx, "gpu-a", types.MergePatchType, []byte(`{"metadata":{"labels":{"migpro.dev/profiles":"y"}}}`), metav1.PatchOptions{})
+	refused("node: a token bound to no node", err)
+}
+
+// nodeBoundAgent returns a clientset for the migpro-agent ServiceAccount
+// with a token bound to the node (the API server then names the node in
+// the request's user info, as it does for a DaemonSet pod's token).
+func nodeBoundAgent(t *testing.T, cl *harness.Cluster, nodeName string) kubernetes.Interface {
+	t.Helper()
+	ctx := context.Background()
+	node, err := cl.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").CreateToken(ctx, "migpro-agent",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600),
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodeName, UID: node.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("node-bound token: %v", err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cl.Server, CertificateAuthority: cl.CAFile}
+	kc.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "agent"}
+	kc.CurrentContext = "e2e"
+	path := filepath.Join(cl.Dir, "migpro-agent-"+nodeName+".kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	return cl.Clientset(t, path)
+}
