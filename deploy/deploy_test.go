@@ -127,3 +127,20 @@ func TestSystemdUnitKeepsRuntimeDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonSetHostPID: the telemetry credential check and the collection
+// of exited containers need the host's pid namespace (docs/security.md).
+func TestDaemonSetHostPID(t *testing.T) {
+	b, err := os.ReadFile("kubernetes/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, ok := obj.(*appsv1.DaemonSet)
+	if !ok || !ds.Spec.Template.Spec.HostPID {
+		t.Fatalf("the agent's DaemonSet must run with hostPID: true")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/hook"
 )
 
 func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
@@ -186,4 +188,41 @@ func nodeBoundAgent(t *testing.T, cl *harness.Cluster, nodeName string) kubernet
 		t.Fatal(err)
 	}
 	return cl.Clientset(t, path)
+}
+
+// TestHookPodmanReadOnlyRootfs: `podman run --read-only` with the hook was
+// refused as an "unsafe container rootfs … read-only file system". A
+// read-only rootfs is not an attack: the container starts without
+// telemetry, the hook logs one line saying so, and the agent keeps no
+// registration.
+func TestHookPodmanReadOnlyRootfs(t *testing.T) {
+	e := newHookEnv(t)
+	pm := harness.Podman(t)
+	raw, err := os.ReadFile("../deploy/hooks.d/migpro.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(t.TempDir(), "hook.log")
+	conf := strings.NewReplacer(
+		hook.DefaultHookPath, e.hookBin, hook.DefaultAgentSocket, e.sock,
+		hook.DefaultShimPath, e.art.Shim, "/var/log/migpro-hook.log", logFile,
+	).Replace(string(raw))
+	hooksDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hooksDir, "migpro.json"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := pm.Run(t, "--hooks-dir", hooksDir, "run", "--rm", "--network", "none", "--read-only",
+		"--env", "NVIDIA_VISIBLE_DEVICES="+hookMIG,
+		"--rootfs", e.rootfs(t), "/app/pattern", "alloc:1048576", "free:0")
+	if r.ExitCode != 0 || r.Err != nil {
+		t.Fatalf("container with a read-only rootfs did not run: exit %d %v\n%s\nhook log: %s", r.ExitCode, r.Err, r.Combined(), readFile(logFile))
+	}
+	b, _ := os.ReadFile(logFile)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "without telemetry") || !strings.Contains(lines[0], "read-only") {
+		t.Fatalf("hook log %q: want one line saying the container starts without telemetry on a read-only rootfs", b)
+	}
+	if top := e.top(t); len(top.Containers) != 0 {
+		t.Errorf("registration left behind: %+v", top)
+	}
 }
