@@ -57,7 +57,10 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "team", Labels: map[string]string{"app": "v"}, Annotations: map[string]string{"other.io/keep": "1"}},
 		Spec:       corev1.PodSpec{NodeName: "gpu-b", Containers: []corev1.Container{{Name: "c", Image: "busybox:good"}}},
 	}
-	mustCreate(t, func() error { _, err := admin.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error {
+		_, err := admin.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
 	mustCreate(t, func() error {
 		_, err := admin.CoreV1().ConfigMaps("team").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "migpro-readmit-foreign"}}, metav1.CreateOptions{})
 		return err
