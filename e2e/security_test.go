@@ -43,9 +43,6 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
 	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
 	serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
-	if r := cl.Kubectl(t, "apply", "-f", filepath.Join(root, "deploy/kubernetes/agent-policy.yaml")); r.ExitCode != 0 || r.Err != nil {
-		t.Fatalf("kubectl apply agent-policy.yaml: exit %d %v\n%s", r.ExitCode, r.Err, r.Combined())
-	}
 	agent := nodeBoundAgent(t, cl, "gpu-a")
 
 	// Objects the agent will try to change, made by the admin.
@@ -53,14 +50,25 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 		_, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{})
 		return err
 	})
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "team", Labels: map[string]string{"app": "v"}, Annotations: map[string]string{"other.io/keep": "1"}},
-		Spec:       corev1.PodSpec{NodeName: "gpu-b", Containers: []corev1.Container{{Name: "c", Image: "busybox:good"}}},
+	for _, name := range []string{"victim", "canary"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", Labels: map[string]string{"app": "v"}, Annotations: map[string]string{"other.io/keep": "1"}},
+			Spec:       corev1.PodSpec{NodeName: "gpu-b", Containers: []corev1.Container{{Name: "c", Image: "busybox:good"}}},
+		}
+		mustCreate(t, func() error {
+			_, err := admin.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{})
+			return err
+		})
 	}
-	mustCreate(t, func() error {
-		_, err := admin.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{})
-		return err
-	})
+	// RBAC alone (patch on pods) lets the agent's identity change a pod's
+	// image: the policies below are what stops it.
+	if _, err := agent.CoreV1().Pods("team").Patch(ctx, "canary", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"c","image":"evil:latest"}]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("without the policies, the agent's image patch: %v (want allowed: this test must see the policies make the difference)", err)
+	}
+	if r := cl.Kubectl(t, "apply", "-f", filepath.Join(root, "deploy/kubernetes/agent-policy.yaml")); r.ExitCode != 0 || r.Err != nil {
+		t.Fatalf("kubectl apply agent-policy.yaml: exit %d %v\n%s", r.ExitCode, r.Err, r.Combined())
+	}
 	mustCreate(t, func() error {
 		_, err := admin.CoreV1().ConfigMaps("team").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "migpro-readmit-foreign"}}, metav1.CreateOptions{})
 		return err
@@ -107,7 +115,9 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 	refused("pod: change another annotation", patchPod(`{"metadata":{"annotations":{"other.io/keep":"2"}}}`))
 	refused("pod: remove another annotation", patchPod(`{"metadata":{"annotations":{"other.io/keep":null}}}`))
 	refused("pod: change a label", patchPod(`{"metadata":{"labels":{"app":"evil"}}}`))
-	refused("pod: change the image", patchPod(`{"spec":{"containers":[{"name":"c","image":"evil:latest"}]}}`))
+	_, err := agent.CoreV1().Pods("team").Patch(ctx, "victim", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"c","image":"evil:latest"}]}}`), metav1.PatchOptions{})
+	refused("pod: change the image", err)
 	cur, err := admin.CoreV1().Pods("team").Get(ctx, "victim", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
