@@ -9,7 +9,9 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,8 +83,10 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := patchPod(`{"metadata":{"annotations":{"other.io/x":"1"}}}`)
+	for i := 0; ; i++ {
+		// A new value each time (a repeated patch is a no-op), on the canary.
+		_, err := agent.CoreV1().Pods("team").Patch(ctx, "canary", types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"other.io/probe":"`+strconv.Itoa(i)+`"}}}`), metav1.PatchOptions{})
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			break
 		}
@@ -224,9 +228,27 @@ func TestHookPodmanReadOnlyRootfs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(hooksDir, "migpro.json"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := pm.Run(t, "--hooks-dir", hooksDir, "run", "--rm", "--network", "none", "--read-only",
+	// The image's /run is read-only (and podman adds no tmpfs over it): the
+	// mount point /run/migpro cannot be made. podman's own file there exists
+	// already, as in an image built for read-only use.
+	rootfs := e.rootfs(t)
+	run := filepath.Join(rootfs, "run")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", run).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", run).Run() })
+	if err := os.WriteFile(filepath.Join(run, ".containerenv"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,ro", run).CombinedOutput(); err != nil {
+		t.Fatalf("remount ro: %v %s", err, out)
+	}
+	r := pm.Run(t, "--hooks-dir", hooksDir, "run", "--rm", "--network", "none", "--read-only", "--read-only-tmpfs=false",
 		"--env", "NVIDIA_VISIBLE_DEVICES="+hookMIG,
-		"--rootfs", e.rootfs(t), "/app/pattern", "alloc:1048576", "free:0")
+		"--rootfs", rootfs, "/app/pattern", "alloc:1048576", "free:0")
 	if r.ExitCode != 0 || r.Err != nil {
 		t.Fatalf("container with a read-only rootfs did not run: exit %d %v\n%s\nhook log: %s", r.ExitCode, r.Err, r.Combined(), readFile(logFile))
 	}
