@@ -69,7 +69,7 @@ func (c *checkpointStore) Load() (Checkpoint, error) {
 	// meaning "nobody holds anything".
 	var p *Checkpoint
 	if err := json.Unmarshal(b, &p); err != nil {
-		return empty, fmt.Errorf("read checkpoint %s: %w: %v", c.path, errCorruptCheckpoint, err)
+		return empty, fmt.Errorf("read checkpoint %s: %w: %w", c.path, errCorruptCheckpoint, err)
 	}
 	if p == nil {
 		return empty, fmt.Errorf("read checkpoint %s: %w: the file is JSON null", c.path, errCorruptCheckpoint)

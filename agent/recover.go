@@ -49,7 +49,7 @@ func (a *Agent) recover(ctx context.Context) error {
 	if errors.Is(err, errCorruptCheckpoint) {
 		aside, aerr := a.ckpt.SetAside()
 		if aerr != nil {
-			return fmt.Errorf("%v; %w", err, aerr)
+			return fmt.Errorf("%w; %w", err, aerr)
 		}
 		a.log.WithFields(logrus.Fields{"moved_to": aside}).Errorf("%v; set aside, recovering holders from NVML and the kubelet's PodResources (local holders are lost; their instances stay idle until proved unused)", err)
 		err = nil

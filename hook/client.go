@@ -85,7 +85,7 @@ func apiMessage(b []byte) string {
 
 func (c Client) do(method, path string, body []byte) (int, []byte, error) {
 	fail := func(what string, err error) (int, []byte, error) {
-		return 0, nil, fmt.Errorf("%w: %s %s: %s: %v", ErrAgent, method, c.Socket, what, err)
+		return 0, nil, fmt.Errorf("%w: %s %s: %s: %w", ErrAgent, method, c.Socket, what, err)
 	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -165,11 +165,11 @@ func openRoot(rootfs string) (*os.File, string, error) {
 	}
 	rootReal, err := fdPath(root)
 	if err != nil {
-		root.Close()
+		_ = root.Close()
 		return nil, "", err
 	}
 	if rootReal == "/" {
-		root.Close()
+		_ = root.Close()
 		return nil, "", fmt.Errorf("%w: rootfs %q resolves to / in the container's namespace; refusing to mount over %s", ErrUnsafeRootfs, rootfs, ContainerDir)
 	}
 	return root, rootReal, nil
@@ -204,7 +204,7 @@ func cloneReadOnly(src string) (int, error) {
 	}
 	attr := unix.MountAttr{Attr_set: roAttrs}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return -1, fmt.Errorf("inject: making %q read-only (mount_setattr needs Linux 5.12+): %w", src, err)
 	}
 	return fd, nil
@@ -253,9 +253,9 @@ func mkdirExact(root *os.File, rootReal, path string) (*os.File, error) {
 	dir, err := pathrs.MkdirAllHandle(root, path, 0o755)
 	if err != nil {
 		if link := symlinkOnPath(rootReal, path); link == "" && ordinaryMkdirFailure(err) {
-			return nil, fmt.Errorf("%w: creating %q in the rootfs: %v", ErrNoMountPoint, path, err)
+			return nil, fmt.Errorf("%w: creating %q in the rootfs: %w", ErrNoMountPoint, path, err)
 		}
-		return nil, fmt.Errorf("%w: creating %q in the rootfs%s: %v", ErrUnsafeRootfs, path, symlinkOnPath(rootReal, path), err)
+		return nil, fmt.Errorf("%w: creating %q in the rootfs%s: %w", ErrUnsafeRootfs, path, symlinkOnPath(rootReal, path), err)
 	}
 	if err := checkExact(dir, rootReal, path); err != nil {
 		dir.Close()
@@ -300,7 +300,7 @@ func attachFile(root *os.File, rootReal string, tree int, path string) error {
 	}
 	if err != nil {
 		if ordinaryMkdirFailure(err) {
-			return fmt.Errorf("%w: creating %q: %v", ErrNoMountPoint, path, err)
+			return fmt.Errorf("%w: creating %q: %w", ErrNoMountPoint, path, err)
 		}
 		return fmt.Errorf("inject: creating mount point %q: %w", path, err)
 	}

@@ -300,8 +300,8 @@ func (s *Service) open(r Registration) (*container, error) {
 		return nil, fmt.Errorf("telemetry: listening on %s: %w", sock, err)
 	}
 	fail := func(err error) (*container, error) {
-		conn.Close()
-		os.RemoveAll(dir)
+		_ = conn.Close()
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	// Any uid in the container must be able to send. On the host the socket
@@ -367,7 +367,7 @@ func (s *Service) Deregister(id string) error {
 	if !ok {
 		return fmt.Errorf("telemetry: deregistering %q: %w", id, ErrUnknownContainer)
 	}
-	c.conn.Close()
+	_ = c.conn.Close()
 	<-c.done
 	c.mu.Lock()
 	reg, peak := c.reg, max(c.shimPeak, c.nvmlPeak)
@@ -444,7 +444,7 @@ func (s *Service) Close() error {
 	}
 	s.mu.Unlock()
 	for _, c := range cs {
-		c.conn.Close()
+		_ = c.conn.Close()
 		<-c.done
 	}
 	return nil

@@ -33,7 +33,7 @@ func Serve(tb testing.TB, opts ...telemetry.Option) (*telemetry.Service, string)
 	}
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(l)
-	tb.Cleanup(func() { srv.Close() })
+	tb.Cleanup(func() { _ = srv.Close() })
 	return s, sock
 }
 
@@ -43,7 +43,7 @@ func newIn(tb testing.TB, opts []telemetry.Option) (*telemetry.Service, string) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
 	s, err := telemetry.New(append([]telemetry.Option{telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
