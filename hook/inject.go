@@ -229,7 +229,7 @@ func inNamespace(nsPath string, fn func() error) error {
 			return
 		}
 		err = unix.Setns(fd, unix.CLONE_NEWNS)
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		if err != nil {
 			errc <- fmt.Errorf("inject: joining mount namespace %s: %w", nsPath, err)
 			return

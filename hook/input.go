@@ -49,7 +49,7 @@ func ParseState(r io.Reader) (specs.State, error) {
 		return st, fmt.Errorf("%w: empty state on stdin (is this running as an OCI hook?)", ErrBadInput)
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("%w: decoding state JSON from stdin: %v", ErrBadInput, err)
+		return st, fmt.Errorf("%w: decoding state JSON from stdin: %w", ErrBadInput, err)
 	}
 	if err := ValidID(st.ID); err != nil {
 		return st, err
@@ -94,7 +94,7 @@ func ValidID(id string) error {
 func readBounded(r io.Reader, what string, limit int) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading %q: %v", ErrBadInput, what, err)
+		return nil, fmt.Errorf("%w: reading %q: %w", ErrBadInput, what, err)
 	}
 	if len(b) > limit {
 		return nil, fmt.Errorf("%w: %q exceeds %d bytes", ErrBadInput, what, limit)
@@ -117,7 +117,7 @@ func LoadBundle(bundle string) (Bundle, error) {
 	path := filepath.Join(bundle, "config.json")
 	f, err := os.Open(path)
 	if err != nil {
-		return b, fmt.Errorf("%w: opening bundle config: %v", ErrBadInput, err)
+		return b, fmt.Errorf("%w: opening bundle config: %w", ErrBadInput, err)
 	}
 	defer f.Close()
 	data, err := readBounded(f, path, MaxConfigBytes)
@@ -126,7 +126,7 @@ func LoadBundle(bundle string) (Bundle, error) {
 	}
 	var spec specs.Spec
 	if err := json.Unmarshal(data, &spec); err != nil {
-		return b, fmt.Errorf("%w: decoding %q: %v", ErrBadInput, path, err)
+		return b, fmt.Errorf("%w: decoding %q: %w", ErrBadInput, path, err)
 	}
 	if spec.Root == nil || spec.Root.Path == "" {
 		return b, fmt.Errorf("%w: %q has no root.path", ErrBadInput, path)

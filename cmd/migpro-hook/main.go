@@ -40,7 +40,7 @@ func run(args []string, stdin io.Reader, stderr io.Writer) int {
 		if *logFile != "" {
 			if f, err := os.OpenFile(*logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640); err == nil {
 				fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), line)
-				f.Close()
+				_ = f.Close()
 			}
 		}
 	}

@@ -48,6 +48,6 @@ func newIn(tb testing.TB, opts []telemetry.Option) (*telemetry.Service, string) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { s.Close() })
+	tb.Cleanup(func() { _ = s.Close() })
 	return s, dir
 }
