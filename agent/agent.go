@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +16,6 @@ import (
 
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/gpu"
-	"github.com/migpro/migpro/gpu/nvmlgpu"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin"
@@ -52,6 +53,12 @@ type Agent struct {
 	unhealthy map[string]bool   // UUIDs, plus "gpu/<index>" for whole GPUs
 	idleSince map[string]time.Time
 	podOf     map[string]PodRef
+
+	registry *prometheus.Registry
+	metrics  *metrics
+	plugins  atomic.Pointer[plugin.Manager] // nil when the device plugins are off
+	svcLn    atomic.Pointer[net.Listener]   // the metrics endpoint's, once listening
+	running  atomic.Bool                    // Run has started every part
 }
 
 // Option adjusts an Agent for tests and embedding.
@@ -90,6 +97,10 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	for _, o := range opts {
 		o(a)
 	}
+	if a.registry == nil {
+		a.registry = prometheus.NewRegistry()
+	}
+	a.metrics = newMetrics()
 	if err := a.openNode(); err != nil {
 		return nil, err
 	}
@@ -111,7 +122,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	a.inv = newInventory(a)
-	a.part, err = partitioner.New(a.node,
+	a.part, err = partitioner.New(timedNode{Node: a.node, m: a.metrics},
 		partitioner.WithPolicy(policy),
 		partitioner.WithCountedProfiles(a.cfg.Counted...),
 		partitioner.WithLogger(a.log),
@@ -129,9 +140,12 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 		return nil, fmt.Errorf("recover state: %w", err)
 	}
 	if a.cfg.TelemetryDir != TelemetryOff {
-		if err := a.startTelemetry(prometheus.NewRegistry()); err != nil {
+		if err := a.startTelemetry(a.registry); err != nil {
 			return nil, err
 		}
+	}
+	if err := a.metrics.register(a.registry, a); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	ok = true
 	return a, nil
@@ -142,7 +156,7 @@ func (a *Agent) openNode() error {
 		return nil
 	}
 	if a.cfg.Simulate == "" {
-		n, err := nvmlgpu.Open()
+		n, err := a.openNVML()
 		if err != nil {
 			return err
 		}
@@ -188,13 +202,25 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	svc, err := a.listenService()
+	if err != nil {
+		api.ln.Close()
+		return err
+	}
 	start("local API", api.serve)
+	if svc != nil {
+		a.svcLn.Store(&svc.ln)
+		start("metrics and probes", svc.serve)
+	}
+	a.reportKubelet()
 	if a.cfg.PluginDir != "" {
 		mgr, err := plugin.NewManager(a.inv, plugin.WithPluginDir(a.cfg.PluginDir), plugin.WithDomain(a.cfg.Domain),
-			plugin.WithAllocateCheck(a.allocateCheck), plugin.WithPreference(a.prefer), plugin.WithLogger(a.log))
+			plugin.WithAllocateCheck(a.allocateCheck), plugin.WithPreference(a.prefer), plugin.WithLogger(a.log),
+			plugin.WithAllocateObserver(a.metrics.observeAllocate))
 		if err != nil {
 			return err
 		}
+		a.plugins.Store(mgr)
 		start("device plugins", mgr.Run)
 	}
 	start("health", a.watchHealth)
@@ -205,14 +231,21 @@ func (a *Agent) Run(ctx context.Context) error {
 	if cluster != nil {
 		start("cluster", cluster.Run)
 	}
-	a.log.WithFields(logrus.Fields{"socket": a.cfg.Socket, "gpus": len(a.node.Devices()), "profiles": a.part.Profiles()}).Info("migpro agent running")
+	a.running.Store(true)
+	a.log.WithFields(logrus.Fields{"socket": a.cfg.Socket, "metrics_addr": a.cfg.MetricsAddr, "gpus": len(a.node.Devices()), "profiles": a.part.Profiles()}).Info("migpro agent running")
 	var runErr error
 	select {
 	case <-ctx.Done():
 	case runErr = <-errs:
 		cancel()
 	}
+	a.running.Store(false)
 	wg.Wait()
+	if a.cfg.CleanupOnExit {
+		if err := a.cleanup(context.Background()); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
 	return runErr
 }
 

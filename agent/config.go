@@ -23,6 +23,24 @@ type Config struct {
 	// (default <StateDir>/sim).
 	SimRoot string
 
+	// DriverRoot is where the host's NVIDIA driver is mounted (e.g.
+	// /driver-root in the DaemonSet's pod): libnvidia-ml.so.1 is loaded from
+	// its library directories. Empty loads it by name, as the dynamic
+	// loader finds it.
+	DriverRoot string
+	// CapsDir is where the host's /proc/driver/nvidia/capabilities can be
+	// read (a pod mounts it elsewhere, because runtimes refuse mounts under
+	// /proc).
+	CapsDir string
+
+	// MetricsAddr serves /metrics, /healthz and /readyz over HTTP (e.g.
+	// ":9477"); empty turns the endpoint off.
+	MetricsAddr string
+	// CleanupOnExit destroys every idle instance and removes every migpro
+	// CDI spec when Run ends (uninstall); in-use instances stay and are
+	// reported.
+	CleanupOnExit bool
+
 	// Socket is the local API's unix socket.
 	Socket string
 	// StateDir holds the checkpoint.
@@ -83,6 +101,12 @@ type Config struct {
 	Predictor func(predictor.Config) predictor.Config
 }
 
+// DefaultCapsDir is where the driver publishes the MIG capability files.
+const DefaultCapsDir = "/proc/driver/nvidia/capabilities"
+
+// DefaultMetricsAddr is the standard install's metrics and probe address.
+const DefaultMetricsAddr = ":9477"
+
 // TelemetryOff as TelemetryDir turns telemetry and prediction off.
 const TelemetryOff = "off"
 
@@ -99,6 +123,7 @@ func (c Config) Defaults() Config {
 	set(&c.CDIKind, defaults.CDIKind)
 	set(&c.Domain, defaults.Domain)
 	set(&c.Policy, partitioner.DefaultPolicy.Name())
+	set(&c.CapsDir, DefaultCapsDir)
 	set(&c.TelemetryDir, "/run/migpro")
 	if c.SimRoot == "" {
 		c.SimRoot = c.StateDir + "/sim"

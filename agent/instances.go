@@ -99,10 +99,7 @@ func (a *Agent) afterDestroy(in partitioner.Instance) {
 // the instance is already withdrawn from ListAndWatch (it is Destroying), so
 // the kubelet can no longer pick it; PodResources must not list it either.
 func (a *Agent) busy(ctx context.Context, in partitioner.Instance) (bool, error) {
-	if a.pods == nil {
-		return false, nil
-	}
-	assigned, err := a.pods.AssignedDevices(ctx)
+	assigned, err := a.assigned(ctx)
 	if err != nil {
 		// Unknown is not unused: refuse to destroy.
 		return true, fmt.Errorf("ask the kubelet which devices are assigned: %w", err)

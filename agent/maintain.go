@@ -40,7 +40,7 @@ func (a *Agent) trackUse(ctx context.Context) {
 	if a.pods == nil {
 		return
 	}
-	assigned, err := a.pods.AssignedDevices(ctx)
+	assigned, err := a.assigned(ctx)
 	if err != nil {
 		a.log.WithError(err).Warn("use tracking: kubelet PodResources unavailable")
 		return

@@ -168,7 +168,17 @@ func (c *ClusterProvisioner) spares(plan partitioner.Plan, keep map[string]int) 
 // Provision makes one more idle instance: in free space if there is some,
 // else, as the partitioner's policy chooses, in the space of idle instances
 // nobody reserved.
-func (c *ClusterProvisioner) Provision(ctx context.Context, profile string, keep map[string]int) error {
+func (c *ClusterProvisioner) Provision(ctx context.Context, profile string, keep map[string]int) (err error) {
+	defer func() {
+		result := "served"
+		switch {
+		case errors.Is(err, partitioner.ErrMustWait):
+			result = "waiting"
+		case err != nil:
+			result = "failed"
+		}
+		c.a.metrics.demand.WithLabelValues(profile, result).Inc()
+	}()
 	in, plan, err := c.a.part.Provision(ctx, profile)
 	if err == nil {
 		c.made(in, plan)

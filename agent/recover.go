@@ -68,7 +68,7 @@ func (a *Agent) recover(ctx context.Context) error {
 		a.holders[uuid] = h
 	}
 	if a.pods != nil {
-		assigned, err := a.pods.AssignedDevices(ctx)
+		assigned, err := a.assigned(ctx)
 		if err != nil {
 			a.log.WithError(err).Warn("kubelet PodResources unavailable at start; relying on the checkpoint")
 		}

@@ -132,6 +132,7 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 		w.marks[id] = d
 		subs := append([]func(Mark){}, w.onMark...)
 		w.mu.Unlock()
+		w.a.metrics.marks.Inc()
 		w.a.log.WithFields(logrus.Fields{"container": id, "reason": d.Reason, "forecast": d.Forecast, "profile": d.Profile}).
 			Warn("predicted out of memory: container should move to a larger instance")
 		if len(subs) > 0 {

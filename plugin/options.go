@@ -16,6 +16,7 @@ type config struct {
 	domain     string
 	check      AllocateCheck
 	prefer     Preference
+	observe    AllocateObserver
 	log        logrus.FieldLogger
 	backoffMin time.Duration
 	backoffMax time.Duration
@@ -46,6 +47,13 @@ func WithAllocateCheck(f AllocateCheck) Option { return func(c *config) { c.chec
 // WithPreference sets how GetPreferredAllocation chooses (default
 // DefaultPreference).
 func WithPreference(f Preference) Option { return func(c *config) { c.prefer = f } }
+
+// AllocateObserver hears how long each kubelet Allocate call took for a
+// resource, and whether it failed (metrics).
+type AllocateObserver func(resource string, took time.Duration, err error)
+
+// WithAllocateObserver sets f to hear every Allocate call.
+func WithAllocateObserver(f AllocateObserver) Option { return func(c *config) { c.observe = f } }
 
 // WithLogger sets the logger; the default is logrus's standard logger.
 func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = l } }

@@ -31,8 +31,10 @@ func (s *server) registerLoop(ctx context.Context) {
 			return
 		}
 		// The first failure is worth a line; later ones only at debug level.
+		// With no kubelet.sock at all there is no kubelet on this host (the
+		// agent says so once), and a new kubelet.sock restarts registration.
 		entry := s.log.WithError(err).WithField("retry_in", wait)
-		if st := s.status(); st.attempts == 1 {
+		if st := s.status(); st.attempts == 1 && exists(s.kubelet) {
 			entry.Warn("kubelet registration failed; retrying")
 		} else {
 			entry.Debug("kubelet registration failed; retrying")

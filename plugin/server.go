@@ -156,7 +156,7 @@ func newServer(profile string, inv Inventory, changed *notifier, cfg *config) *s
 	log := cfg.log.WithFields(logrus.Fields{"component": "plugin", "resource": resource})
 	return &server{
 		svc: &service{profile: profile, resource: resource, inv: inv, changed: changed,
-			check: cfg.check, prefer: cfg.prefer, log: log},
+			check: cfg.check, prefer: cfg.prefer, observe: cfg.observe, log: log},
 		socket:  filepath.Join(cfg.dir, SocketName(profile)),
 		kubelet: filepath.Join(cfg.dir, defaults.KubeletSocketName),
 		cfg:     cfg,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
@@ -29,6 +30,7 @@ type service struct {
 	changed  *notifier
 	check    AllocateCheck
 	prefer   Preference
+	observe  AllocateObserver
 	log      logrus.FieldLogger
 }
 
@@ -87,9 +89,13 @@ func sameDevices(a, b []*v1beta1.Device) bool {
 }
 
 // Allocate implements v1beta1.DevicePluginServer.
-func (s *service) Allocate(ctx context.Context, req *v1beta1.AllocateRequest) (*v1beta1.AllocateResponse, error) {
+func (s *service) Allocate(ctx context.Context, req *v1beta1.AllocateRequest) (resp *v1beta1.AllocateResponse, err error) {
+	if s.observe != nil {
+		start := time.Now()
+		defer func() { s.observe(s.resource, time.Since(start), err) }()
+	}
 	known := s.inv.Devices(s.profile)
-	resp := &v1beta1.AllocateResponse{ContainerResponses: make([]*v1beta1.ContainerAllocateResponse, 0, len(req.GetContainerRequests()))}
+	resp = &v1beta1.AllocateResponse{ContainerResponses: make([]*v1beta1.ContainerAllocateResponse, 0, len(req.GetContainerRequests()))}
 	for _, cr := range req.GetContainerRequests() {
 		ids := cr.GetDevicesIds()
 		r, err := s.allocateOne(ctx, known, ids)

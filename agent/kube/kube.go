@@ -144,8 +144,18 @@ func (l *link) Run(ctx context.Context) error {
 }
 
 func (l *link) readmit(ctx context.Context, m agent.Mark) {
-	if _, err := l.marker.Handle(ctx, toReadmitMark(m)); err != nil && ctx.Err() == nil {
+	out, err := l.marker.Handle(ctx, toReadmitMark(m))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		l.a.CountReadmission("failed")
 		l.log.WithError(err).WithField("pod", m.Container.PodNamespace+"/"+m.Container.PodName).Warn("readmission failed")
+	case err != nil:
+	case out.Ignored != "":
+		l.a.CountReadmission("ignored")
+	case out.Evicted:
+		l.a.CountReadmission("evicted")
+	default:
+		l.a.CountReadmission("recorded")
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 // few seconds. A pair that fails to load keeps the previous one.
 type certReloader struct {
 	certFile, keyFile string
+	log               logrus.FieldLogger
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
@@ -23,7 +24,7 @@ type certReloader struct {
 }
 
 func newCertReloader(certFile, keyFile string) (*certReloader, error) {
-	r := &certReloader{certFile: certFile, keyFile: keyFile}
+	r := &certReloader{certFile: certFile, keyFile: keyFile, log: logrus.StandardLogger()}
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -56,9 +57,9 @@ func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		r.checked = time.Now()
 		if r.stampNow() != r.stamp {
 			if err := r.load(); err != nil {
-				logrus.WithError(err).Warn("certificate changed but does not load; serving the previous one")
+				r.log.WithError(err).Warn("certificate changed but does not load; serving the previous one")
 			} else {
-				logrus.Info("serving certificate reloaded")
+				r.log.Info("serving certificate reloaded")
 			}
 		}
 	}

@@ -31,7 +31,7 @@ func main() {
 
 // options are the command-line flags.
 type options struct {
-	listen, certFile, keyFile, kubeconfig, domain, level string
+	listen, certFile, keyFile, kubeconfig, domain, level, format string
 }
 
 func newFlags(o *options) *flag.FlagSet {
@@ -42,6 +42,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
 	fs.StringVar(&o.domain, "domain", defaults.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.format, "log-format", "text", "log format: text or json")
 	return fs
 }
 
@@ -50,12 +51,10 @@ func run(args []string) error {
 	if err := newFlags(&o).Parse(args); err != nil {
 		return err
 	}
-	lvl, err := logrus.ParseLevel(o.level)
+	log, err := newLogger(o.level, o.format)
 	if err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return err
 	}
-	logrus.SetLevel(lvl)
-	logrus.SetFormatter(&logrus.JSONFormatter{})
 	if o.certFile == "" || o.keyFile == "" {
 		return errors.New("--tls-cert and --tls-key are required (the API server calls webhooks over HTTPS only)")
 	}
@@ -63,6 +62,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	certs.log = log
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func run(args []string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mutate", readmit.NewWebhook(readmit.WebhookConfig{Recommendations: readmit.Store{Client: cs},
-		Domain: o.domain, Logger: logrus.StandardLogger()}))
+		Domain: o.domain, Logger: log}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}
@@ -86,7 +86,7 @@ func run(args []string) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	logrus.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": o.domain}).Info("migpro-admission serving")
+	log.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": o.domain}).Info("migpro-admission serving")
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -110,4 +110,23 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no --kubeconfig and no in-cluster config: %w", err)
 	}
 	return cfg, nil
+}
+
+// newLogger is the webhook's one logger, its keys in lower snake_case.
+func newLogger(level, format string) (*logrus.Logger, error) {
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	log := logrus.New()
+	log.SetLevel(lvl)
+	switch format {
+	case "text":
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{})
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	}
+	return log, nil
 }

@@ -55,22 +55,26 @@ func run(args []string) error {
 	fs.StringVar(&cfg.ShimPath, "shim", "", "host path of libmigpro-shim.so")
 	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", def.TelemetryDir, "directory of per-container telemetry sockets; \"off\" disables telemetry and prediction")
 	fs.DurationVar(&cfg.PollEvery, "poll-every", def.PollEvery, "period of NVML memory polling per container")
+	fs.StringVar(&cfg.DriverRoot, "driver-root", "", "host NVIDIA driver root as mounted here (e.g. /driver-root); libnvidia-ml.so.1 is loaded from its library directories (default: by name)")
+	fs.StringVar(&cfg.CapsDir, "nvidia-capabilities-dir", def.CapsDir, "where the host's /proc/driver/nvidia/capabilities is readable")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", agent.DefaultMetricsAddr, "address of /metrics, /healthz and /readyz; empty disables")
+	fs.BoolVar(&cfg.CleanupOnExit, "cleanup-on-exit", false, "on exit, destroy idle instances and remove migpro CDI specs (uninstall); in-use instances are left and reported")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	format := fs.String("log-format", "text", "log format: text or json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	lvl, err := logrus.ParseLevel(*level)
+	log, err := newLogger(*level, *format)
 	if err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return err
 	}
-	logrus.SetLevel(lvl)
 	if *counted != "" {
 		cfg.Counted = strings.Split(*counted, ",")
 	}
 	if cfg.WarmPool, err = agent.ParseWarmPool(*warm); err != nil {
 		return fmt.Errorf("--warm-pool: %w", err)
 	}
-	opts := []agent.Option{agent.WithCluster(kube.New())}
+	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(kube.New())}
 	if *podRes != "" {
 		pr, err := podresources.New(podresources.WithSocket(*podRes), podresources.WithResourcePrefix(cfg.Domain+"/mig-"))
 		if err != nil {
@@ -100,4 +104,23 @@ func defaultNodeName() string {
 		return ""
 	}
 	return strings.ToLower(h)
+}
+
+// newLogger is the one logger of the agent, its keys in lower snake_case.
+func newLogger(level, format string) (*logrus.Logger, error) {
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	log := logrus.New()
+	log.SetLevel(lvl)
+	switch format {
+	case "text":
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{})
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	}
+	return log, nil
 }

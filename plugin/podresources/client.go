@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -58,6 +59,13 @@ func New(opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// ErrNoKubelet says the PodResources socket does not exist: no kubelet
+// runs on this host (podman or containerd only), so nothing is assigned.
+var ErrNoKubelet = errors.New("no kubelet on this host")
+
+// Socket is the PodResources socket the client dials.
+func (c *Client) Socket() string { return c.socket }
+
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
@@ -67,6 +75,12 @@ func (c *Client) AssignedDevices(ctx context.Context) (map[string]PodRef, error)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
+	}
+	// A kubelet that stops leaves its socket behind; a missing socket means
+	// no kubelet was ever started here, which callers may take as "nothing
+	// assigned" rather than as a failure.
+	if _, err := os.Stat(c.socket); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("podresources: %s does not exist: %w", c.socket, ErrNoKubelet)
 	}
 	resp, err := c.api.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
 	if err != nil {

@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/migpro/migpro/partitioner"
+)
+
+// metrics are the agent's own Prometheus families. The registry they live
+// in is the agent's (WithRegistry, or one of its own) and is what
+// --metrics-addr serves; the telemetry service registers its families there
+// too.
+type metrics struct {
+	nvmlOps      *prometheus.CounterVec
+	nvmlSeconds  *prometheus.HistogramVec
+	demand       *prometheus.CounterVec
+	allocate     *prometheus.HistogramVec
+	marks        prometheus.Counter
+	readmissions *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		nvmlOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "migpro_nvml_operations_total",
+			Help: "MIG changes asked of NVML, by operation (create_gpu_instance, create_compute_instance, destroy_compute_instance, destroy_gpu_instance) and result (ok, error).",
+		}, []string{"operation", "result"}),
+		nvmlSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "migpro_nvml_operation_duration_seconds",
+			Help:    "How long each MIG change took in NVML, by operation.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"operation"}),
+		demand: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "migpro_demand_provisions_total",
+			Help: "Instances asked for pending pods, by profile and result: served (made), waiting (no room yet), failed.",
+		}, []string{"profile", "result"}),
+		allocate: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "migpro_kubelet_allocate_duration_seconds",
+			Help:    "How long the device plugins took to answer the kubelet's Allocate, by resource and result.",
+			Buckets: []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5},
+		}, []string{"resource", "result"}),
+		marks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "migpro_predictor_marks_total",
+			Help: "Containers the memory predictor marked for readmission on a larger profile.",
+		}),
+		readmissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "migpro_readmissions_total",
+			Help: "Readmissions of marked pods through the API server, by result: evicted, recorded (recommendation stored, pod not evicted), ignored, failed.",
+		}, []string{"result"}),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer, a *Agent) error {
+	for _, c := range []prometheus.Collector{m.nvmlOps, m.nvmlSeconds, m.demand, m.allocate, m.marks, m.readmissions, instancesCollector{a}} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func resultOf(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+func (m *metrics) observeNVML(op string, start time.Time, err error) {
+	m.nvmlOps.WithLabelValues(op, resultOf(err)).Inc()
+	m.nvmlSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (m *metrics) observeAllocate(resource string, took time.Duration, err error) {
+	m.allocate.WithLabelValues(resource, resultOf(err)).Observe(took.Seconds())
+}
+
+// CountReadmission records one readmission's outcome (evicted, recorded,
+// ignored, failed); the cluster link calls it.
+func (a *Agent) CountReadmission(result string) { a.metrics.readmissions.WithLabelValues(result).Inc() }
+
+// Registry is the agent's Prometheus registry, served on --metrics-addr.
+func (a *Agent) Registry() *prometheus.Registry { return a.registry }
+
+// WithRegistry makes the agent register its metrics in r.
+func WithRegistry(r *prometheus.Registry) Option { return func(a *Agent) { a.registry = r } }
+
+// instancesCollector reports the instances by GPU, profile and state at
+// scrape time, from the partitioner's own records, so the gauge can never
+// drift from what the agent serves.
+type instancesCollector struct{ a *Agent }
+
+var instancesDesc = prometheus.NewDesc("migpro_instances",
+	"MIG instances by GPU, profile and state (idle, in-use, unhealthy, creating, destroying).",
+	[]string{"gpu", "profile", "state"}, nil)
+
+func (instancesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- instancesDesc }
+
+func (c instancesCollector) Collect(ch chan<- prometheus.Metric) {
+	type key struct {
+		gpu            int
+		profile, state string
+	}
+	counts := map[key]int{}
+	// Every offered profile on every GPU shows up, at zero if need be, so a
+	// dashboard sees the family before the first instance.
+	for _, d := range c.a.node.Devices() {
+		for _, p := range c.a.part.Profiles() {
+			for _, s := range []string{string(partitioner.Idle), string(partitioner.InUse), "unhealthy"} {
+				counts[key{d.Index(), p, s}] += 0
+			}
+		}
+	}
+	for _, in := range c.a.part.Instances() {
+		state := string(in.State)
+		if !c.a.healthy(in) {
+			state = "unhealthy"
+		}
+		counts[key{in.GPU, in.Profile, state}]++
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n), strconv.Itoa(k.gpu), k.profile, k.state)
+	}
+}
