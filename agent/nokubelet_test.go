@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/plugin/podresources"
+)
+
+// On a podman- or containerd-only host the kubelet's sockets do not exist:
+// the agent, with its default wiring (a real PodResources client, a plugin
+// dir), says so once, and alloc and free work through the local API.
+func TestNoKubeletAllocAndFreeWithDefaults(t *testing.T) {
+	dir := shortTemp(t)
+	e := newEnv(t, "a100-40gb")
+	e.cfg.PluginDir = filepath.Join(dir, "device-plugins")
+	pr, err := podresources.New(podresources.WithSocket(filepath.Join(dir, "pod-resources", "kubelet.sock")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	log, hook := test.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	a, err := New(e.cfg, WithNode(e.node), WithAssignments(pr), WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runAgent(t, a)
+	ctx := context.Background()
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Free(ctx, r.CDIName); err != nil {
+		t.Fatalf("free with no kubelet: %v", err)
+	}
+	if _, err := a.part.Find(r.UUID); err == nil {
+		t.Fatalf("%s still exists after free", r.UUID)
+	}
+	said, warned := 0, 0
+	for _, en := range hook.AllEntries() {
+		if strings.Contains(en.Message, "no kubelet") {
+			said++
+		}
+		if en.Level <= logrus.WarnLevel {
+			warned++
+			t.Errorf("warning with no kubelet: %s %v", en.Message, en.Data)
+		}
+	}
+	if said != 1 {
+		t.Fatalf("%d lines say there is no kubelet, want exactly 1", said)
+	}
+}
+
+func TestCleanupDestroysIdleRemovesSpecsKeepsInUse(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	a := e.start(t)
+	ctx := context.Background()
+	held, err := a.Alloc(ctx, client.AllocRequest{Profile: "2g.10gb", Owner: "job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := a.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.part.Release(idle.UUID); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(specFiles(t, e.cfg.CDISpecDir)); n != 2 {
+		t.Fatalf("%d specs before cleanup, want 2", n)
+	}
+	rep, err := a.Cleanup(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Destroyed) != 1 || rep.Destroyed[0] != idle.UUID {
+		t.Fatalf("destroyed %v, want only the idle %s", rep.Destroyed, idle.UUID)
+	}
+	if len(rep.Left) != 1 || rep.Left[0].UUID != held.UUID {
+		t.Fatalf("left %v, want the in-use %s", rep.Left, held.UUID)
+	}
+	if got := specFiles(t, e.cfg.CDISpecDir); len(got) != 0 || rep.SpecsRemoved != 1 {
+		t.Fatalf("specs after cleanup %v (removed %d), want none", got, rep.SpecsRemoved)
+	}
+	insts, err := e.node.Devices()[0].Instances()
+	if err != nil || len(insts) != 1 || insts[0].UUID != held.UUID {
+		t.Fatalf("driver instances after cleanup %+v %v, want only %s", insts, err, held.UUID)
+	}
+	if in, _ := a.part.Find(held.UUID); in.State != partitioner.InUse {
+		t.Fatalf("held instance is %s", in.State)
+	}
+}
+
+// --cleanup-on-exit: Run ending (SIGTERM in the binary) does the cleanup.
+func TestRunCleansUpOnExitWhenAsked(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.CleanupOnExit = true
+	a := e.start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	c := client.New(e.cfg.Socket)
+	waitFor(t, "local API", func() bool { _, err := c.Status(ctx); return err == nil })
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "3g.20gb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.part.Release(r.UUID); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := specFiles(t, e.cfg.CDISpecDir); len(got) != 0 {
+		t.Fatalf("specs left after exit: %v", got)
+	}
+	if insts, _ := e.node.Devices()[0].Instances(); len(insts) != 0 {
+		t.Fatalf("instances left after exit: %+v", insts)
+	}
+}
