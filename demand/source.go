@@ -10,9 +10,9 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -36,10 +36,16 @@ type Provisioner interface {
 	IdleCount(profile string) int
 }
 
+// CoreClient is the part of a Kubernetes clientset the demand source uses
+// (pods and events); a kubernetes.Interface is one.
+type CoreClient interface {
+	CoreV1() typedcorev1.CoreV1Interface
+}
+
 // Config configures a Source.
 type Config struct {
 	// Client talks to the API server.
-	Client kubernetes.Interface
+	Client CoreClient
 	// NodeName is this node's name as the API server knows it.
 	NodeName string
 	// Domain prefixes MIG resource names: <Domain>/mig-<profile>.
@@ -136,9 +142,20 @@ func (s *Source) Run(ctx context.Context) error {
 		defer b.Shutdown()
 		s.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "migpro-agent", Host: s.cfg.NodeName})
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = PendingSelector }))
-	inf := factory.Core().V1().Pods().Informer()
+	// A pod informer of its own, not informers.SharedInformerFactory: the
+	// factory links an informer and a lister of every API group into the
+	// agent, which costs it resident memory for code it never runs.
+	pods := s.cfg.Client.CoreV1().Pods(metav1.NamespaceAll)
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = PendingSelector
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = PendingSelector
+			return pods.Watch(ctx, o)
+		},
+	}, s.cfg.Client), &corev1.Pod{}, 0, cache.Indexers{})
 	if err := inf.SetTransform(stripManagedFields); err != nil {
 		return fmt.Errorf("demand: pod informer: %w", err)
 	}
@@ -150,8 +167,10 @@ func (s *Source) Run(ctx context.Context) error {
 		return fmt.Errorf("demand: pod informer: %w", err)
 	}
 	s.store = inf.GetStore()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	ran := make(chan struct{})
+	ictx, stop := context.WithCancel(ctx)
+	go func() { defer close(ran); inf.RunWithContext(ictx) }()
+	defer func() { stop(); <-ran }()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return ctx.Err()
 	}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/migpro/migpro/defaults"
 )
@@ -24,7 +24,7 @@ import (
 // while a PodDisruptionBudget holds the eviction back, so call it off any
 // hot path (the agent's OnMark subscribers already are).
 type Marker struct {
-	client  kubernetes.Interface
+	client  CoreClient
 	store   Store
 	domain  string
 	node    string
@@ -51,13 +51,20 @@ func WithLogger(l logrus.FieldLogger) Option { return func(m *Marker) { m.log = 
 func WithEvictBackoff(b wait.Backoff) Option { return func(m *Marker) { m.backoff = b } }
 
 // NewMarker returns a Marker that talks to the API server through client.
-func NewMarker(client kubernetes.Interface, opts ...Option) *Marker {
+func NewMarker(client CoreClient, opts ...Option) *Marker {
 	m := &Marker{client: client, store: Store{Client: client}, domain: defaults.Domain,
 		log: logrus.StandardLogger(), backoff: DefaultEvictBackoff, now: time.Now}
 	for _, o := range opts {
 		o(m)
 	}
 	return m
+}
+
+// CoreClient is the part of a Kubernetes clientset readmission uses (pods,
+// their evictions and events); a kubernetes.Interface is one. Taking only
+// this keeps the other API groups' clients out of the agent's binary.
+type CoreClient interface {
+	CoreV1() typedcorev1.CoreV1Interface
 }
 
 // Outcome is what Handle did.

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -91,7 +90,7 @@ func (r *Recommendation) set(rule Rule) bool {
 // (StoreName), in the controller's namespace, owned by the controller so it is
 // garbage-collected with it.
 type Store struct {
-	Client kubernetes.Interface
+	Client CoreClient
 }
 
 // Get returns the recommendation for a controller (keyed by its Owner), nil

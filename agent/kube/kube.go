@@ -8,7 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -20,16 +20,28 @@ import (
 
 var _ demand.Provisioner = (*agent.ClusterProvisioner)(nil)
 
+// Client is what the link needs of a Kubernetes clientset: the core API
+// group (pods, events, evictions, nodes). A kubernetes.Interface is one; the
+// agent builds only the core group's client, so the other groups' clients
+// stay out of its binary and its memory.
+type Client interface {
+	CoreV1() typedcorev1.CoreV1Interface
+}
+
+type coreClient struct{ core typedcorev1.CoreV1Interface }
+
+func (c coreClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
+
 // Option adjusts the link.
 type Option func(*options)
 
 type options struct {
-	clientset kubernetes.Interface
+	clientset Client
 }
 
 // WithClientset uses cs instead of a client built from the agent's
 // kubeconfig or the pod's service account (for tests).
-func WithClientset(cs kubernetes.Interface) Option { return func(o *options) { o.clientset = cs } }
+func WithClientset(cs Client) Option { return func(o *options) { o.clientset = cs } }
 
 // New returns the agent's cluster link builder (agent.WithCluster).
 func New(opts ...Option) agent.ClusterFunc {
@@ -64,9 +76,11 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 			return nil, err
 		}
 		rc.UserAgent = "migpro-agent/" + cfg.NodeName
-		if cs, err = kubernetes.NewForConfig(rc); err != nil {
+		core, err := typedcorev1.NewForConfig(rc)
+		if err != nil {
 			return nil, fmt.Errorf("cluster: API client: %w", err)
 		}
+		cs = coreClient{core}
 		host = rc.Host
 	}
 	switch {
