@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/errgroup"
@@ -83,10 +84,16 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 		cs = coreClient{core}
 		host = rc.Host
 	}
-	switch {
-	case cfg.NodeName == "":
+	if cfg.NodeName == "" {
 		log.Warn("an API server is configured but no node name: cluster demand and readmission are off")
 		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := (&link{a: a, log: log}).checkNode(ctx, cs); err != nil {
+		return nil, err
+	}
+	switch {
 	case cfg.PluginDir == "":
 		log.Warn("device plugins are off, so instances made for pods could not be advertised: cluster demand and readmission are off")
 		return nil, nil
