@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/cdi"
@@ -99,6 +100,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	}
 	if a.registry == nil {
 		a.registry = prometheus.NewRegistry()
+		a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	a.metrics = newMetrics()
 	if err := a.openNode(); err != nil {

@@ -85,7 +85,8 @@ func (a *Agent) CountReadmission(result string) { a.metrics.readmissions.WithLab
 // Registry is the agent's Prometheus registry, served on --metrics-addr.
 func (a *Agent) Registry() *prometheus.Registry { return a.registry }
 
-// WithRegistry makes the agent register its metrics in r.
+// WithRegistry makes the agent register its metrics in r. Without it the
+// agent makes its own, with the Go runtime and process collectors.
 func WithRegistry(r *prometheus.Registry) Option { return func(a *Agent) { a.registry = r } }
 
 // instancesCollector reports the instances by GPU, profile and state at
