@@ -49,7 +49,7 @@ func (a *Agent) openNVML() (gpu.Node, error) {
 	}
 	paths := nvmlgpu.DefaultPaths
 	paths.CapsDir = a.cfg.CapsDir
-	n, err := nvmlgpu.New(nvml.New(opts...), nvmlgpu.WithPaths(paths))
+	n, err := nvmlgpu.New(nvml.New(opts...), nvmlgpu.WithPaths(paths), nvmlgpu.WithLogger(a.log))
 	if err != nil {
 		return nil, err
 	}
