@@ -200,6 +200,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if p := a.foreignPluginSocket(); p != "" {
+		return fmt.Errorf("another device plugin serves MIG devices on this node (%s): two plugins would hand out the same MIG instances; remove it before starting migpro", p)
+	}
 	api, err := a.listenAPI()
 	if err != nil {
 		return err

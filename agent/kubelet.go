@@ -3,12 +3,16 @@ package agent
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/plugin"
 	"github.com/migpro/migpro/plugin/podresources"
 )
 
@@ -70,4 +74,32 @@ func (a *Agent) reportKubelet() {
 		a.log.WithFields(logrus.Fields{"registration_socket": reg, "pod_resources_socket": pr}).
 			Info("no kubelet on this host: serving podman and containerd through the local API; the device plugins register if a kubelet starts")
 	}
+}
+
+// foreignPluginSocket names a live socket in the plugin directory that
+// another MIG device plugin serves (its name mentions "mig" and it is not
+// one of migpro's), or "".
+func (a *Agent) foreignPluginSocket() string {
+	if a.cfg.PluginDir == "" {
+		return ""
+	}
+	entries, err := os.ReadDir(a.cfg.PluginDir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if e.Type()&os.ModeSocket == 0 || n == defaults.KubeletSocketName || strings.HasPrefix(n, plugin.SocketPrefix) ||
+			!strings.Contains(strings.ToLower(n), "mig") {
+			continue
+		}
+		p := filepath.Join(a.cfg.PluginDir, n)
+		c, err := net.DialTimeout("unix", p, 200*time.Millisecond)
+		if err != nil {
+			continue // a stale socket of a plugin that is gone
+		}
+		c.Close()
+		return p
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,4 +127,32 @@ func TestRunCleansUpOnExitWhenAsked(t *testing.T) {
 	if insts, _ := e.node.Devices()[0].Instances(); len(insts) != 0 {
 		t.Fatalf("instances left after exit: %+v", insts)
 	}
+}
+
+// A live socket of another MIG plugin in the plugin dir: Run refuses to
+// start in one line; a stale one (nothing listening) is not in the way.
+func TestRunRefusesBesideAForeignMIGPluginSocket(t *testing.T) {
+	dir := shortTemp(t)
+	stale := filepath.Join(dir, "nvidia-mig-old.sock")
+	ln, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	e := newEnv(t, "a100-40gb")
+	e.cfg.PluginDir = dir
+	live, err := net.Listen("unix", filepath.Join(dir, "nvidia-mig-1g.5gb.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	err = e.start(t).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "nvidia-mig-1g.5gb.sock") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Run: %v, want one line naming the foreign socket", err)
+	}
+	live.Close()
+	e2 := newEnv(t, "a100-40gb")
+	e2.cfg.PluginDir = dir
+	runAgent(t, e2.start(t)) // only the stale socket is left: it starts
 }

@@ -6,8 +6,10 @@ import (
 	"github.com/migpro/migpro/defaults"
 )
 
+// SocketPrefix starts the name of every socket migpro serves.
+const SocketPrefix = socketPrefix
+
 const (
-	// socketPrefix starts the name of every socket migpro serves.
 	socketPrefix = "migpro-"
 )
 
