@@ -18,6 +18,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/sirupsen/logrus"
 )
 
 // Every flag the manifest's Deployment passes exists.
@@ -110,5 +112,18 @@ func TestCertReloadOnRotation(t *testing.T) {
 	r.checked = time.Time{}
 	if cn := servedCN(t, r); cn != "second" {
 		t.Fatalf("after a broken rotation serves %q, want the previous one", cn)
+	}
+}
+
+func TestLogFormatFlag(t *testing.T) {
+	if err := run([]string{"--log-format", "yaml"}); err == nil || !strings.Contains(err.Error(), "want text or json") {
+		t.Fatalf("--log-format yaml: %v", err)
+	}
+	log, err := newLogger("debug", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := log.Formatter.(*logrus.JSONFormatter); !ok {
+		t.Fatalf("--log-format json gave %T", log.Formatter)
 	}
 }
