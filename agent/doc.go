@@ -2,7 +2,11 @@
 // node's GPUs (real or simulated), a CDI spec per instance, one kubelet device
 // plugin per profile, a local API on a unix socket for migctl, podman and
 // containerd users, a checkpoint so a restart disturbs nothing, use tracking
-// through the kubelet's PodResources API, and Xid health.
+// through the kubelet's PodResources API, Xid health, and an HTTP endpoint
+// for Prometheus metrics and the liveness and readiness probes
+// (metrics.go, service.go). It runs on hosts without a kubelet with the
+// same defaults (kubelet.go), and can clean up after itself for an
+// uninstall (cleanup.go).
 //
 // Ordering rules it keeps (docs/design.md, "The flow"):
 //   - a spec is written before its instance is advertised, and removed only

@@ -8,6 +8,10 @@
 //     marks gets its recommendation stored and is evicted, so its controller
 //     recreates it on the larger profile.
 //
+// At start it also refuses to run beside another device plugin that
+// advertises MIG resources on the node, and labels the node with its GPUs'
+// static facts (labels.go); both need get and patch on nodes.
+//
 // Both run under the agent's Run context: when the agent stops, eviction
 // retries stop with it.
 //
