@@ -23,11 +23,6 @@ type Config struct {
 	// (default <StateDir>/sim).
 	SimRoot string
 
-	// DriverRoot is where the host's NVIDIA driver is mounted (e.g.
-	// /driver-root in the DaemonSet's pod): libnvidia-ml.so.1 is loaded from
-	// its library directories. Empty loads it by name, as the dynamic
-	// loader finds it.
-	DriverRoot string
 	// CapsDir is where the host's /proc/driver/nvidia/capabilities can be
 	// read (a pod mounts it elsewhere, because runtimes refuse mounts under
 	// /proc).

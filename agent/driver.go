@@ -37,7 +37,8 @@ func findNVML(root string) (string, error) {
 // library name, reading MIG capabilities from CapsDir.
 func (a *Agent) openNVML() (gpu.Node, error) {
 	var opts []nvml.LibraryOption
-	if a.cfg.DriverRoot != "" {
+	// Unset or "/" keeps the dynamic loader's own search (ld.so.conf).
+	if a.cfg.DriverRoot != "" && a.cfg.DriverRoot != "/" {
 		lib, err := findNVML(a.cfg.DriverRoot)
 		if err != nil {
 			return nil, err

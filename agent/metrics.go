@@ -115,13 +115,16 @@ func (c instancesCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	for _, in := range c.a.part.Instances() {
+	insts := c.a.part.Instances()
+	c.a.mu.Lock()
+	for _, in := range insts {
 		state := string(in.State)
-		if !c.a.healthy(in) {
+		if !c.a.healthyLocked(in) {
 			state = "unhealthy"
 		}
 		counts[key{in.GPU, in.Profile, state}]++
 	}
+	c.a.mu.Unlock()
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n), strconv.Itoa(k.gpu), k.profile, k.state)
 	}

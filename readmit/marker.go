@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
+	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/migpro/migpro/defaults"
@@ -24,7 +26,7 @@ import (
 // while a PodDisruptionBudget holds the eviction back, so call it off any
 // hot path (the agent's OnMark subscribers already are).
 type Marker struct {
-	client  CoreClient
+	client  Client
 	store   Store
 	domain  string
 	node    string
@@ -51,7 +53,7 @@ func WithLogger(l logrus.FieldLogger) Option { return func(m *Marker) { m.log = 
 func WithEvictBackoff(b wait.Backoff) Option { return func(m *Marker) { m.backoff = b } }
 
 // NewMarker returns a Marker that talks to the API server through client.
-func NewMarker(client CoreClient, opts ...Option) *Marker {
+func NewMarker(client Client, opts ...Option) *Marker {
 	m := &Marker{client: client, store: Store{Client: client}, domain: defaults.Domain,
 		log: logrus.StandardLogger(), backoff: DefaultEvictBackoff, now: time.Now}
 	for _, o := range opts {
@@ -60,11 +62,14 @@ func NewMarker(client CoreClient, opts ...Option) *Marker {
 	return m
 }
 
-// CoreClient is the part of a Kubernetes clientset readmission uses (pods,
-// their evictions and events); a kubernetes.Interface is one. Taking only
-// this keeps the other API groups' clients out of the agent's binary.
-type CoreClient interface {
+// Client is the part of a Kubernetes clientset readmission uses: pods,
+// their evictions and events, and the controllers that own them (replica
+// sets, jobs); a kubernetes.Interface is one. Taking only this keeps the
+// other API groups' clients out of the agent's binary.
+type Client interface {
 	CoreV1() typedcorev1.CoreV1Interface
+	AppsV1() typedappsv1.AppsV1Interface
+	BatchV1() typedbatchv1.BatchV1Interface
 }
 
 // Outcome is what Handle did.

@@ -90,7 +90,7 @@ func (r *Recommendation) set(rule Rule) bool {
 // (StoreName), in the controller's namespace, owned by the controller so it is
 // garbage-collected with it.
 type Store struct {
-	Client CoreClient
+	Client Client
 }
 
 // Get returns the recommendation for a controller (keyed by its Owner), nil

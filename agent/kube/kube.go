@@ -9,6 +9,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
+	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,16 +24,36 @@ import (
 var _ demand.Provisioner = (*agent.ClusterProvisioner)(nil)
 
 // Client is what the link needs of a Kubernetes clientset: the core API
-// group (pods, events, evictions, nodes). A kubernetes.Interface is one; the
-// agent builds only the core group's client, so the other groups' clients
-// stay out of its binary and its memory.
-type Client interface {
-	CoreV1() typedcorev1.CoreV1Interface
+// group (pods, events, evictions, nodes) and the controllers readmission
+// looks up (apps, batch). A kubernetes.Interface is one; the agent builds
+// only these groups' clients, so the others stay out of its binary and its
+// memory.
+type Client = readmit.Client
+
+type groupClients struct {
+	core  typedcorev1.CoreV1Interface
+	apps  typedappsv1.AppsV1Interface
+	batch typedbatchv1.BatchV1Interface
 }
 
-type coreClient struct{ core typedcorev1.CoreV1Interface }
+func (c groupClients) CoreV1() typedcorev1.CoreV1Interface    { return c.core }
+func (c groupClients) AppsV1() typedappsv1.AppsV1Interface    { return c.apps }
+func (c groupClients) BatchV1() typedbatchv1.BatchV1Interface { return c.batch }
 
-func (c coreClient) CoreV1() typedcorev1.CoreV1Interface { return c.core }
+func newGroupClients(rc *rest.Config) (Client, error) {
+	var c groupClients
+	var err error
+	if c.core, err = typedcorev1.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	if c.apps, err = typedappsv1.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	if c.batch, err = typedbatchv1.NewForConfig(rc); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
 // Option adjusts the link.
 type Option func(*options)
@@ -77,11 +99,9 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 			return nil, err
 		}
 		rc.UserAgent = "migpro-agent/" + cfg.NodeName
-		core, err := typedcorev1.NewForConfig(rc)
-		if err != nil {
+		if cs, err = newGroupClients(rc); err != nil {
 			return nil, fmt.Errorf("cluster: API client: %w", err)
 		}
-		cs = coreClient{core}
 		host = rc.Host
 	}
 	if cfg.NodeName == "" {
