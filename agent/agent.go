@@ -109,7 +109,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			a.node.Close()
+			_ = a.node.Close()
 		}
 	}()
 	var err error
@@ -209,7 +209,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	svc, err := a.listenService()
 	if err != nil {
-		api.ln.Close()
+		_ = api.ln.Close()
 		return err
 	}
 	start("local API", api.serve)
@@ -247,7 +247,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.running.Store(false)
 	wg.Wait()
 	if a.cfg.CleanupOnExit {
-		if err := a.cleanup(context.Background()); err != nil && runErr == nil {
+		// ctx has ended; the cleanup still needs its values, not its end.
+		if err := a.cleanup(context.WithoutCancel(ctx)); err != nil && runErr == nil {
 			runErr = err
 		}
 	}

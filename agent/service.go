@@ -60,9 +60,10 @@ func (a *Agent) MetricsAddr() string {
 func (s *serviceServer) serve(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// ctx has ended: shutdown gets a fresh, bounded context of its own.
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		s.srv.Shutdown(shut)
+		_ = s.srv.Shutdown(shut)
 	}()
 	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 		return err

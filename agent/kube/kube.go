@@ -113,8 +113,7 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 	if err := (&link{a: a, log: log}).checkNode(ctx, cs); err != nil {
 		return nil, err
 	}
-	switch {
-	case cfg.PluginDir == "":
+	if cfg.PluginDir == "" {
 		log.Warn("device plugins are off, so instances made for pods could not be advertised: cluster demand and readmission are off")
 		return nil, nil
 	}

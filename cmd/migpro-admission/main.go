@@ -75,7 +75,7 @@ func run(args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mutate", readmit.NewWebhook(readmit.WebhookConfig{Recommendations: readmit.Store{Client: cs},
 		Domain: o.domain, Logger: log}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}
 	ln, err := net.Listen("tcp", o.listen)
