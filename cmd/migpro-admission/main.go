@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/migpro/migpro/internal/cli"
 	"net"
 	"net/http"
 	"os"
@@ -47,9 +48,7 @@ func newFlags(o *options) *flag.FlagSet {
 
 func run(args []string) error {
 	var o options
-	if err := newFlags(&o).Parse(args); err != nil {
-		return err
-	}
+	cli.Parse(newFlags(&o), args)
 	lvl, err := logrus.ParseLevel(o.level)
 	if err != nil {
 		return fmt.Errorf("--log-level: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/migpro/migpro/internal/cli"
 	"os"
 	"os/signal"
 	"strings"
@@ -56,9 +57,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", def.TelemetryDir, "directory of per-container telemetry sockets; \"off\" disables telemetry and prediction")
 	fs.DurationVar(&cfg.PollEvery, "poll-every", def.PollEvery, "period of NVML memory polling per container")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+	cli.Parse(fs, args)
 	lvl, err := logrus.ParseLevel(*level)
 	if err != nil {
 		return fmt.Errorf("--log-level: %w", err)
