@@ -96,3 +96,12 @@ func TestPermissionDeniedIsNotNotRunning(t *testing.T) {
 		t.Fatalf("stderr %q: want a permission error, not 'is it running?'", msg)
 	}
 }
+
+// TestSocketFromEnv: MIGPRO_SOCKET is the default of --socket.
+func TestSocketFromEnv(t *testing.T) {
+	t.Setenv("MIGPRO_SOCKET", "/nonexistent/from-env.sock")
+	_, errOut, code := migctl("status")
+	if code != 1 || !strings.Contains(errOut, "/nonexistent/from-env.sock") {
+		t.Fatalf("exit %d, stderr %q; want the socket from MIGPRO_SOCKET", code, errOut)
+	}
+}

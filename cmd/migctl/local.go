@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/migpro/migpro/client"
@@ -23,7 +24,11 @@ func init() {
 const defaultSocket = defaults.AgentSocket
 
 func agentFlags(fs *flag.FlagSet) (*string, *string) {
-	socket := fs.String("socket", defaultSocket, "the agent's local API socket")
+	def := defaultSocket
+	if env := os.Getenv(defaults.EnvSocket); env != "" {
+		def = env
+	}
+	socket := fs.String("socket", def, "the agent's local API socket (env "+defaults.EnvSocket+")")
 	output := fs.String("output", "text", "output format: text or json")
 	return socket, output
 }
