@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/migpro/migpro/client"
@@ -23,9 +24,26 @@ func init() {
 const defaultSocket = defaults.AgentSocket
 
 func agentFlags(fs *flag.FlagSet) (*string, *string) {
-	socket := fs.String("socket", defaultSocket, "the agent's local API socket")
+	def := defaultSocket
+	if env := os.Getenv(defaults.EnvSocket); env != "" {
+		def = env
+	}
+	socket := fs.String("socket", def, "the agent's local API socket (env "+defaults.EnvSocket+")")
 	output := fs.String("output", "text", "output format: text or json")
 	return socket, output
+}
+
+// timeoutFlag is how long to wait for the agent; parseTimeout refuses a value
+// that is not positive as bad usage.
+func timeoutFlag(fs *flag.FlagSet, def time.Duration) *time.Duration {
+	return fs.Duration("timeout", def, "how long to wait for the agent (positive)")
+}
+
+func checkTimeout(d time.Duration) error {
+	if d <= 0 {
+		return usagef("--timeout must be positive, not %s", d)
+	}
+	return nil
 }
 
 // agentErr turns the agent's refusal of bad input into a usage error (exit 2).
@@ -48,8 +66,11 @@ func runAlloc(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("alloc", flag.ContinueOnError)
 	socket, output := agentFlags(fs)
 	owner := fs.String("owner", "", "label of the holder, shown by status")
-	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the agent")
+	timeout := timeoutFlag(fs, time.Minute)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkTimeout(*timeout); err != nil {
 		return err
 	}
 	if err := checkOutput(*output); err != nil {
@@ -74,8 +95,11 @@ func runAlloc(args []string, stdout io.Writer) error {
 func runFree(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("free", flag.ContinueOnError)
 	socket, _ := agentFlags(fs)
-	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the agent")
+	timeout := timeoutFlag(fs, time.Minute)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkTimeout(*timeout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -93,13 +117,20 @@ func runFree(args []string, stdout io.Writer) error {
 func runStatus(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	socket, output := agentFlags(fs)
+	timeout := timeoutFlag(fs, 30*time.Second)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := checkOutput(*output); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := checkTimeout(*timeout); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	st, err := client.New(*socket).Status(ctx)
 	if err != nil {

@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
+
+	"github.com/migpro/migpro/internal/buildinfo"
 )
 
 // command is one migctl subcommand. run returns an error to print as one
@@ -43,12 +46,20 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version"
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "migctl: unknown command %q (run 'migctl help')\n", args[0])
 		return 2
 	}
 	if err := cmd.run(args[1:], stdout); err != nil {
+		var h helpShown
+		if errors.As(err, &h) {
+			fmt.Fprint(stdout, h.usage)
+			return 0
+		}
 		fmt.Fprintf(stderr, "migctl %s: %v\n", args[0], err)
 		var u usageError
 		if errors.As(err, &u) {
@@ -76,8 +87,50 @@ func printUsage(w io.Writer) {
 // so they exit 2 with one line.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Usage: migctl %s [flags]", fs.Name())
+		if c, ok := commands[fs.Name()]; ok {
+			fmt.Fprintf(&b, "\n\n%s", c.summary)
+		}
+		b.WriteString("\n\nFlags:\n")
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		return helpShown{b.String()}
+	}
+	if err != nil {
 		return usageError{err}
 	}
 	return nil
+}
+
+// helpShown is returned by parseFlags on -h/--help: runMain prints usage to
+// stdout and exits 0.
+type helpShown struct{ usage string }
+
+func (h helpShown) Error() string { return "help requested" }
+
+// noArgs refuses positional arguments of a command that takes none.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() != 0 {
+		return usagef("takes no arguments, got %q", fs.Args())
+	}
+	return nil
+}
+
+func init() {
+	register("version", "print migctl's version from its build information", func(args []string, stdout io.Writer) error {
+		fs := flag.NewFlagSet("version", flag.ContinueOnError)
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, buildinfo.Read().Line("migctl"))
+		return nil
+	})
 }

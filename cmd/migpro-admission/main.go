@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/migpro/migpro/internal/cli"
+
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -48,9 +50,7 @@ func newFlags(o *options) *flag.FlagSet {
 
 func run(args []string) error {
 	var o options
-	if err := newFlags(&o).Parse(args); err != nil {
-		return err
-	}
+	cli.Parse(newFlags(&o), args)
 	log, err := newLogger(o.level, o.format)
 	if err != nil {
 		return err

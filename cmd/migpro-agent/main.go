@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/migpro/migpro/internal/cli"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/agent"
@@ -60,9 +62,7 @@ func run(args []string) error {
 	fs.BoolVar(&cfg.CleanupOnExit, "cleanup-on-exit", false, "on exit, destroy idle instances and remove migpro CDI specs (uninstall); in-use instances are left and reported")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fs.String("log-format", "text", "log format: text or json")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+	cli.Parse(fs, args)
 	log, err := newLogger(*level, *format)
 	if err != nil {
 		return err

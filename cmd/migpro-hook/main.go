@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/hook"
+	"github.com/migpro/migpro/internal/cli"
 )
 
 var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
@@ -24,8 +25,8 @@ func run(args []string, stdin io.Reader, stderr io.Writer) int {
 	fs.BoolVar(&cfg.FailClosed, "fail-closed", false, "refuse to start the container when telemetry cannot be set up")
 	fs.StringVar(&cfg.ShimHostPath, "shim", "", "host path of libmigpro-shim.so to mount at "+hook.ContainerShim+" (hooks.d without CDI)")
 	logFile := fs.String("log-file", "", "also append log lines to this file (runtimes drop a successful hook's stderr)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := cli.ParseTo(fs, args, os.Stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 1 {
 		fmt.Fprintf(stderr, "migpro-hook: at most one stage argument, got %q\n", fs.Args())

@@ -1,0 +1,78 @@
+// Package buildinfo reads the version of the running binary from the Go build
+// information (module version, VCS revision, time and modified flag, Go
+// version), so every migpro binary reports its version the same way.
+package buildinfo
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+)
+
+// Info is what a binary knows about its own build.
+type Info struct {
+	Version   string `json:"version"`
+	Revision  string `json:"revision,omitempty"`
+	Time      string `json:"time,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
+	GoVersion string `json:"goVersion"`
+}
+
+// Read returns the running binary's build information. Fields the build did
+// not record stay empty; Version is "(devel)" when unknown.
+func Read() Info {
+	info := Info{Version: "(devel)"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return info
+	}
+	return fromBuildInfo(bi)
+}
+
+func fromBuildInfo(bi *debug.BuildInfo) Info {
+	info := Info{Version: bi.Main.Version, GoVersion: bi.GoVersion}
+	if info.Version == "" {
+		info.Version = "(devel)"
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			info.Revision = s.Value
+		case "vcs.time":
+			info.Time = s.Value
+		case "vcs.modified":
+			info.Modified = s.Value == "true"
+		}
+	}
+	return info
+}
+
+// String formats the information as one line headed by the program name, e.g.
+// "migctl v0.3.0 (revision 1a2b3c4, 2026-11-23T20:00:00Z, modified) go1.24.1".
+func (i Info) String() string { return i.Line("") }
+
+// Line is String with a program name in front.
+func (i Info) Line(program string) string {
+	var b strings.Builder
+	if program != "" {
+		b.WriteString(program + " ")
+	}
+	b.WriteString(i.Version)
+	var vcs []string
+	if i.Revision != "" {
+		vcs = append(vcs, "revision "+i.Revision)
+	}
+	if i.Time != "" {
+		vcs = append(vcs, i.Time)
+	}
+	if i.Modified {
+		vcs = append(vcs, "modified")
+	}
+	if len(vcs) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(vcs, ", "))
+	}
+	if i.GoVersion != "" {
+		b.WriteString(" " + i.GoVersion)
+	}
+	return b.String()
+}
