@@ -88,7 +88,7 @@ func openDirExact(root *os.File, rootReal, path string) (*os.File, error) {
 		if errors.Is(err, unix.ENOENT) {
 			return nil, os.ErrNotExist
 		}
-		return nil, fmt.Errorf("%w: opening %s in the rootfs%s: %v", ErrUnsafeRootfs, path, symlinkOnPath(rootReal, path), err)
+		return nil, fmt.Errorf("%w: opening %s in the rootfs%s: %w", ErrUnsafeRootfs, path, symlinkOnPath(rootReal, path), err)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	if err := checkExact(f, rootReal, path); err != nil {

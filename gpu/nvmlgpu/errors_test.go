@@ -30,7 +30,7 @@ func TestDriverErrorKinds(t *testing.T) {
 			t.Errorf("%d: message %q, want %q", c.ret, err.Error(), want)
 		}
 		for _, s := range sentinels {
-			if got := errors.Is(err, s); got != (s == c.kind) {
+			if got := errors.Is(err, s); got != errors.Is(c.kind, s) {
 				t.Errorf("%s: errors.Is(%v) = %v", c.code, s, got)
 			}
 		}

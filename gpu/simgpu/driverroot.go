@@ -185,7 +185,7 @@ func (s *driverState) removeCI(ci *ciState) {
 	if s == nil {
 		return
 	}
-	os.Remove(filepath.Join(s.instancesDir(), ci.uuid))
+	_ = os.Remove(filepath.Join(s.instancesDir(), ci.uuid))
 	// Usage files of processes still running stay: their bytes stay counted
 	// until they exit, as they would on a GPU the instance was torn from.
 }
@@ -221,7 +221,7 @@ func readUsage(path string) uint64 {
 	defer fh.Close()
 	fd := int(fh.Fd())
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
-		os.Remove(path) // the process is gone
+		_ = os.Remove(path) // the process is gone
 		return 0
 	}
 	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0, Start: 0, Len: 8}

@@ -125,7 +125,7 @@ func lockStateFile(path string) error {
 		if unix.FcntlFlock(fh.Fd(), unix.F_GETLK, &probe) == nil && probe.Type != unix.F_UNLCK {
 			holder = fmt.Sprintf("process %d", probe.Pid)
 		}
-		fh.Close()
+		_ = fh.Close()
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES) {
 			return fmt.Errorf("simulated driver state %s is in use by %s: only the process running the simulated node may open it (others use sim.ReadStateFile)", path, holder)
 		}

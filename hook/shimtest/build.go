@@ -50,7 +50,7 @@ func Build(dir string) (Artifacts, error) {
 	}
 	shimSrc, err := filepath.Glob(filepath.Join(src, "shim", "*.c"))
 	if err != nil || len(shimSrc) == 0 {
-		return a, fmt.Errorf("shimtest: no shim sources in %s: %v", filepath.Join(src, "shim"), err)
+		return a, fmt.Errorf("shimtest: no shim sources in %s: %w", filepath.Join(src, "shim"), err)
 	}
 	shimArgs := append(append(append([]string{}, ShimCFLAGS...), "-o", a.Shim), shimSrc...)
 	return a, gcc(dir, append(shimArgs, ShimLIBS...))
@@ -169,14 +169,14 @@ func Expect(steps []string) (Expected, error) {
 			e.Allocs += t * k
 			e.Frees += t * k
 			if err != nil {
-				return e, fmt.Errorf("shimtest: step %q: %v", st, err)
+				return e, fmt.Errorf("shimtest: step %q: %w", st, err)
 			}
 			continue
 		default:
 			continue // info, sleep
 		}
 		if err != nil {
-			return e, fmt.Errorf("shimtest: step %q: %v", st, err)
+			return e, fmt.Errorf("shimtest: step %q: %w", st, err)
 		}
 		live = append(live, n)
 		e.Current += n
