@@ -51,7 +51,7 @@ func newFlags(o *options) *flag.FlagSet {
 func run(args []string) error {
 	var o options
 	cli.Parse(newFlags(&o), args)
-	log, err := newLogger(o.level, o.format)
+	log, err := cli.NewLogger(o.level, o.format)
 	if err != nil {
 		return err
 	}
@@ -110,23 +110,4 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no --kubeconfig and no in-cluster config: %w", err)
 	}
 	return cfg, nil
-}
-
-// newLogger is the webhook's one logger, its keys in lower snake_case.
-func newLogger(level, format string) (*logrus.Logger, error) {
-	lvl, err := logrus.ParseLevel(level)
-	if err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	log := logrus.New()
-	log.SetLevel(lvl)
-	switch format {
-	case "text":
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
-	case "json":
-		log.SetFormatter(&logrus.JSONFormatter{})
-	default:
-		return nil, fmt.Errorf("--log-format %q: want text or json", format)
-	}
-	return log, nil
 }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/internal/cli"
 )
 
 // Every flag the manifest's Deployment passes exists.
@@ -119,7 +121,7 @@ func TestLogFormatFlag(t *testing.T) {
 	if err := run([]string{"--log-format", "yaml"}); err == nil || !strings.Contains(err.Error(), "want text or json") {
 		t.Fatalf("--log-format yaml: %v", err)
 	}
-	log, err := newLogger("debug", "json")
+	log, err := cli.NewLogger("debug", "json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,6 @@ import (
 
 	"github.com/migpro/migpro/internal/cli"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/cdi"
@@ -63,7 +61,7 @@ func run(args []string) error {
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fs.String("log-format", "text", "log format: text or json")
 	cli.Parse(fs, args)
-	log, err := newLogger(*level, *format)
+	log, err := cli.NewLogger(*level, *format)
 	if err != nil {
 		return err
 	}
@@ -103,23 +101,4 @@ func defaultNodeName() string {
 		return ""
 	}
 	return strings.ToLower(h)
-}
-
-// newLogger is the one logger of the agent, its keys in lower snake_case.
-func newLogger(level, format string) (*logrus.Logger, error) {
-	lvl, err := logrus.ParseLevel(level)
-	if err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	log := logrus.New()
-	log.SetLevel(lvl)
-	switch format {
-	case "text":
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
-	case "json":
-		log.SetFormatter(&logrus.JSONFormatter{})
-	default:
-		return nil, fmt.Errorf("--log-format %q: want text or json", format)
-	}
-	return log, nil
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/migpro/migpro/internal/cli"
 )
 
 func TestLogFormat(t *testing.T) {
-	log, err := newLogger("info", "json")
+	log, err := cli.NewLogger("info", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +21,7 @@ func TestLogFormat(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line["msg"] != "hello" || line["gpu_index"] != float64(3) {
 		t.Fatalf("json line %q: %v", buf.String(), err)
 	}
-	if _, err := newLogger("info", "xml"); err == nil || !strings.Contains(err.Error(), "--log-format") {
+	if _, err := cli.NewLogger("info", "xml"); err == nil || !strings.Contains(err.Error(), "--log-format") {
 		t.Fatalf("--log-format xml: %v", err)
 	}
 	if err := run([]string{"--log-format", "yaml"}); err == nil || !strings.Contains(err.Error(), "want text or json") {
