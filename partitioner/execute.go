@@ -55,7 +55,7 @@ func (p *Partitioner) createOnGPU(s *slot, st Step) (gpu.Instance, error) {
 	if err != nil {
 		// Roll back the half-made GPU instance.
 		if rbErr := s.dev.DestroyGPUInstance(giID); rbErr != nil {
-			return gpu.Instance{}, fmt.Errorf("%s: compute instance: %w (and rolling back GPU instance %d: %v)", st, err, giID, rbErr)
+			return gpu.Instance{}, fmt.Errorf("%s: compute instance: %w (and rolling back GPU instance %d: %w)", st, err, giID, rbErr)
 		}
 		return gpu.Instance{}, fmt.Errorf("%s: compute instance: %w", st, err)
 	}
@@ -63,7 +63,7 @@ func (p *Partitioner) createOnGPU(s *slot, st Step) (gpu.Instance, error) {
 		rec := Instance{Instance: inst, Profile: st.Profile, State: Creating}
 		if err := p.hooks.AfterCreate(rec); err != nil {
 			if rbErr := p.destroyOnGPU(s, rec); rbErr != nil {
-				return gpu.Instance{}, fmt.Errorf("%s: after create: %w (and rolling back: %v)", st, err, rbErr)
+				return gpu.Instance{}, fmt.Errorf("%s: after create: %w (and rolling back: %w)", st, err, rbErr)
 			}
 			return gpu.Instance{}, fmt.Errorf("%s: after create: %w", st, err)
 		}

@@ -248,7 +248,7 @@ func newCluster(model *Model, nodes, gpus int, seed int64, policy func(*node) pa
 		nd.pcie = &pcieCtx{node: nd}
 		part, err := partitioner.New(sn, partitioner.WithPolicy(policy(nd)), partitioner.WithLogger(quietLogger()))
 		if err != nil {
-			sn.Close()
+			_ = sn.Close()
 			return fail(fmt.Errorf("node %d: %w", i, err))
 		}
 		nd.part = part
@@ -259,6 +259,6 @@ func newCluster(model *Model, nodes, gpus int, seed int64, policy func(*node) pa
 
 func closeNodes(nodes []*node) {
 	for _, n := range nodes {
-		n.sim.Close()
+		_ = n.sim.Close()
 	}
 }

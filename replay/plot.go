@@ -114,7 +114,7 @@ func savePNG(img *vgimg.Canvas, path string) error {
 		return fmt.Errorf("plot: %w", err)
 	}
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	return f.Close()

@@ -76,7 +76,7 @@ func NewContainerd(ctx context.Context, cfg ContainerdConfig) (*Containerd, erro
 	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := cl.Version(vctx); err != nil {
-		cl.Close()
+		_ = cl.Close()
 		return nil, fmt.Errorf("cannot reach containerd at %s (is it running? see --containerd): %w", cfg.Socket, err)
 	}
 	return &Containerd{cfg: cfg, client: cl, tasks: map[string]client.Task{}}, nil
@@ -177,9 +177,9 @@ func (c *Containerd) Start(ctx context.Context, ct Container) (<-chan Exit, erro
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		if task != nil {
-			task.Delete(dctx, client.WithProcessKill)
+			_, _ = task.Delete(dctx, client.WithProcessKill)
 		}
-		ctr.Delete(dctx, client.WithSnapshotCleanup)
+		_ = ctr.Delete(dctx, client.WithSnapshotCleanup)
 	}
 	task, err := ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, c.cfg.Stdout, c.cfg.Stderr)))
 	if err != nil {
