@@ -54,8 +54,10 @@ func (m *Marker) loops(ctx context.Context, pod *corev1.Pod, container, from str
 	return ""
 }
 
-// offered reports whether any node of the cluster advertises resource (a
-// node's capacity lists every MIG profile its agent can create). A pod
+// offered reports whether any node of the cluster advertises resource. A
+// node's capacity lists every resource whose device plugin registered, with
+// a count of zero while no instance of it exists yet: migpro makes
+// instances on demand, so a zero count still means the node offers it. A pod
 // evicted towards a profile no node offers would stay Pending. When no node
 // advertises any MIG resource at all, the capacities say nothing and the
 // answer is true. When the
@@ -68,8 +70,8 @@ func (m *Marker) offered(ctx context.Context, resource string) (bool, error) {
 	}
 	anyMIG := false
 	for _, n := range nodes.Items {
-		for name, q := range n.Status.Capacity {
-			if q.IsZero() || !defaults.IsMIGResource(m.domain, string(name)) {
+		for name := range n.Status.Capacity {
+			if !defaults.IsMIGResource(m.domain, string(name)) {
 				continue
 			}
 			if string(name) == resource {

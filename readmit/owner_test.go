@@ -96,6 +96,13 @@ func gpuNode(name string, offers ...string) *corev1.Node {
 	return n
 }
 
+// zeroOf sets n's capacity of res to zero: a registered plugin with no
+// device yet, as a migpro node has before it makes the first instance.
+func zeroOf(n *corev1.Node, res string) *corev1.Node {
+	n.Status.Capacity[corev1.ResourceName(res)] = resource.MustParse("0")
+	return n
+}
+
 // When nodes advertise MIG profiles but none the recommended one, nothing is
 // evicted and an Event says so; when some node offers it, the pod moves.
 func TestMarkerEvictsOnlyTowardsAnOfferedProfile(t *testing.T) {
@@ -106,6 +113,7 @@ func TestMarkerEvictsOnlyTowardsAnOfferedProfile(t *testing.T) {
 	}{
 		{"no node offers it", []*corev1.Node{gpuNode(theNode, res1g), gpuNode("other", res1g, res3g)}, false},
 		{"another node offers it", []*corev1.Node{gpuNode(theNode, res1g), gpuNode("other", res2g)}, true},
+		{"a node offers it with no instance yet", []*corev1.Node{gpuNode(theNode, res1g), zeroOf(gpuNode("other", res2g), res2g)}, true},
 		{"no MIG capacity known", []*corev1.Node{gpuNode(theNode)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
