@@ -293,3 +293,24 @@ func readFile(p string) string {
 	b, _ := os.ReadFile(p)
 	return string(b)
 }
+
+// hooksDir writes the shipped hooks.d file into a directory of its own, its
+// paths adjusted to this build and its log to a file of the test's; it
+// returns the directory (for podman --hooks-dir) and the log file.
+func (e *hookEnv) hooksDir(t *testing.T) (dir, logFile string) {
+	t.Helper()
+	raw, err := os.ReadFile("../deploy/hooks.d/migpro.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile = filepath.Join(t.TempDir(), "hook.log")
+	conf := strings.NewReplacer(
+		hook.DefaultHookPath, e.hookBin, hook.DefaultAgentSocket, e.sock,
+		hook.DefaultShimPath, e.art.Shim, "/var/log/migpro-hook.log", logFile,
+	).Replace(string(raw))
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "migpro.json"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, logFile
+}

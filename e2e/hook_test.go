@@ -93,19 +93,7 @@ func TestHookPodmanCDI(t *testing.T) {
 func TestHookPodmanHooksDir(t *testing.T) {
 	e := newHookEnv(t)
 	pm := harness.Podman(t)
-	raw, err := os.ReadFile("../deploy/hooks.d/migpro.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(t.TempDir(), "hook.log")
-	conf := strings.NewReplacer(
-		hook.DefaultHookPath, e.hookBin, hook.DefaultAgentSocket, e.sock,
-		hook.DefaultShimPath, e.art.Shim, "/var/log/migpro-hook.log", logFile,
-	).Replace(string(raw))
-	hooksDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(hooksDir, "migpro.json"), []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	hooksDir, logFile := e.hooksDir(t)
 	want, err := shimtest.Expect(patternSteps)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/migpro/migpro/e2e/harness"
-	"github.com/migpro/migpro/hook"
 )
 
 func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
@@ -215,19 +214,7 @@ func nodeBoundAgent(t *testing.T, cl *harness.Cluster, nodeName string) kubernet
 func TestHookPodmanReadOnlyRootfs(t *testing.T) {
 	e := newHookEnv(t)
 	pm := harness.Podman(t)
-	raw, err := os.ReadFile("../deploy/hooks.d/migpro.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(t.TempDir(), "hook.log")
-	conf := strings.NewReplacer(
-		hook.DefaultHookPath, e.hookBin, hook.DefaultAgentSocket, e.sock,
-		hook.DefaultShimPath, e.art.Shim, "/var/log/migpro-hook.log", logFile,
-	).Replace(string(raw))
-	hooksDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(hooksDir, "migpro.json"), []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	hooksDir, logFile := e.hooksDir(t)
 	// The image's /run is read-only (and podman adds no tmpfs over it): the
 	// mount point /run/migpro cannot be made. podman's own file there exists
 	// already, as in an image built for read-only use.
