@@ -18,26 +18,29 @@ import (
 // specs then carry the device nodes only, and a container needs its image
 // to bring the driver's libraries.
 func (a *Agent) cdiDriver() cdi.Driver {
-	c := cdi.DriverConfig{DriverRoot: a.cfg.DriverRoot, DevRoot: a.cfg.DevRoot, HookPath: a.cfg.NVIDIACDIHookPath, Logger: a.log}
+	driverRoot, devRoot := a.cfg.DriverRoot, a.cfg.DevRoot
+	var lib nvml.Interface
+	deviceEdits := false
 	if a.sim != nil {
-		c.NVML = a.sim.Lib()
-		if c.DriverRoot == "" {
-			c.DriverRoot = a.cfg.SimRoot
+		lib = a.sim.Lib()
+		if driverRoot == "" {
+			driverRoot = a.cfg.SimRoot
 		}
-		if c.DevRoot == "" {
-			c.DevRoot = filepath.Dir(a.node.Paths().DevDir)
+		if devRoot == "" {
+			devRoot = filepath.Dir(a.node.Paths().DevDir)
 		}
 	} else {
-		c.NVML = nvml.New()
+		lib = nvml.New()
 		// nvcdi's MIG device edits need the driver's MIG minors file, which
 		// only a real driver has.
-		c.DeviceEdits = true
+		deviceEdits = true
 	}
-	if c.DriverRoot == "" {
-		c.DriverRoot = cdi.DefaultDriverRoot
+	if driverRoot == "" {
+		driverRoot = cdi.DefaultDriverRoot
 	}
-	log := a.log.WithField("driver_root", c.DriverRoot)
-	d, err := cdi.NewNVIDIADriver(c)
+	log := a.log.WithField("driver_root", driverRoot)
+	d, err := cdi.NewNVIDIADriver(lib, cdi.WithDriverRoot(driverRoot), cdi.WithDevRoot(devRoot),
+		cdi.WithHookPath(a.cfg.NVIDIACDIHookPath), cdi.WithDeviceEdits(deviceEdits), cdi.WithDriverLogger(a.log))
 	if err == nil {
 		_, err = d.CommonEdits()
 	}

@@ -22,28 +22,38 @@ const (
 	defaultMIGMinorsFile     = "/proc/driver/nvidia-caps/mig-minors"
 )
 
-// DriverConfig says where the driver is and how its edits are made.
-type DriverConfig struct {
-	// NVML is the agent's own NVML: the real library or the simulated one.
-	// It gives the driver version, which selects the driver's files.
-	NVML nvml.Interface
-	// DriverRoot is where the driver's libraries and binaries are installed
-	// (default DefaultDriverRoot).
-	DriverRoot string
-	// DevRoot is the directory holding dev/ with the driver's device nodes
-	// (default: DriverRoot).
-	DevRoot string
-	// HookPath is the host path of nvidia-cdi-hook put in the specs' hooks
-	// (default DefaultNVIDIACDIHookPath).
-	HookPath string
-	// DeviceEdits lets nvcdi make the instances' device edits too. It works
-	// only on a host whose driver lists the MIG capability minors in
-	// /proc/driver/nvidia-caps/mig-minors (a real driver); a simulated GPU
-	// leaves it off and migpro's own device-node edits are used.
-	DeviceEdits bool
-	// Logger receives nvcdi's messages (default logrus's standard logger).
-	Logger logrus.FieldLogger
+// DriverOption configures an NVIDIADriver.
+type DriverOption func(*driverConfig)
+
+type driverConfig struct {
+	driverRoot  string
+	devRoot     string
+	hookPath    string
+	deviceEdits bool
+	log         logrus.FieldLogger
 }
+
+// WithDriverRoot sets where the driver's libraries and binaries are installed
+// (default DefaultDriverRoot).
+func WithDriverRoot(dir string) DriverOption { return func(c *driverConfig) { c.driverRoot = dir } }
+
+// WithDevRoot sets the directory holding dev/ with the driver's device nodes
+// (default: the driver root).
+func WithDevRoot(dir string) DriverOption { return func(c *driverConfig) { c.devRoot = dir } }
+
+// WithHookPath sets the host path of nvidia-cdi-hook put in the specs' hooks
+// (default DefaultNVIDIACDIHookPath).
+func WithHookPath(path string) DriverOption { return func(c *driverConfig) { c.hookPath = path } }
+
+// WithDeviceEdits lets nvcdi make the instances' device edits too. It works
+// only on a host whose driver lists the MIG capability minors in
+// /proc/driver/nvidia-caps/mig-minors (a real driver); a simulated GPU leaves
+// it off and migpro's own device-node edits are used.
+func WithDeviceEdits(on bool) DriverOption { return func(c *driverConfig) { c.deviceEdits = on } }
+
+// WithDriverLogger sets the logger for nvcdi's messages (default logrus's
+// standard logger).
+func WithDriverLogger(l logrus.FieldLogger) DriverOption { return func(c *driverConfig) { c.log = l } }
 
 // NVIDIADriver makes the driver's edits with NVIDIA's nvcdi (the library
 // behind nvidia-ctk cdi generate, NVIDIA's device plugin and DRA driver),
@@ -63,25 +73,30 @@ type NVIDIADriver struct {
 var _ Driver = (*NVIDIADriver)(nil)
 
 // NewNVIDIADriver checks the configuration and reads the driver version
-// through NVML. It fails when the driver root does not exist or NVML gives no
-// driver version.
-func NewNVIDIADriver(c DriverConfig) (*NVIDIADriver, error) {
-	if c.NVML == nil {
+// through lib, the agent's own NVML (the real library or the simulated one),
+// whose driver version selects the driver's files. It fails when the driver
+// root does not exist or NVML gives no driver version.
+func NewNVIDIADriver(lib nvml.Interface, opts ...DriverOption) (*NVIDIADriver, error) {
+	if lib == nil {
 		return nil, errors.New("NVIDIA driver edits: no NVML library")
 	}
-	if c.DriverRoot == "" {
-		c.DriverRoot = DefaultDriverRoot
+	c := driverConfig{driverRoot: DefaultDriverRoot, hookPath: DefaultNVIDIACDIHookPath, log: logrus.StandardLogger()}
+	for _, o := range opts {
+		o(&c)
 	}
-	if c.DevRoot == "" {
-		c.DevRoot = c.DriverRoot
+	if c.driverRoot == "" {
+		c.driverRoot = DefaultDriverRoot
 	}
-	if c.HookPath == "" {
-		c.HookPath = DefaultNVIDIACDIHookPath
+	if c.devRoot == "" {
+		c.devRoot = c.driverRoot
 	}
-	if c.Logger == nil {
-		c.Logger = logrus.StandardLogger()
+	if c.hookPath == "" {
+		c.hookPath = DefaultNVIDIACDIHookPath
 	}
-	for _, d := range []struct{ flag, dir string }{{"driver root", c.DriverRoot}, {"dev root", c.DevRoot}} {
+	if c.log == nil {
+		c.log = logrus.StandardLogger()
+	}
+	for _, d := range []struct{ flag, dir string }{{"driver root", c.driverRoot}, {"dev root", c.devRoot}} {
 		fi, err := os.Stat(d.dir)
 		if err != nil {
 			return nil, fmt.Errorf("NVIDIA driver edits: %s: %w", d.flag, err)
@@ -90,17 +105,17 @@ func NewNVIDIADriver(c DriverConfig) (*NVIDIADriver, error) {
 			return nil, fmt.Errorf("NVIDIA driver edits: %s %s is not a directory", d.flag, d.dir)
 		}
 	}
-	version, err := driverVersion(c.NVML)
+	version, err := driverVersion(lib)
 	if err != nil {
 		return nil, fmt.Errorf("NVIDIA driver edits: %w", err)
 	}
-	log := c.Logger.WithField("component", "nvcdi")
-	lib, err := nvcdi.New(
+	log := c.log.WithField("component", "nvcdi")
+	cdiLib, err := nvcdi.New(
 		nvcdi.WithMode(nvcdi.ModeNvml),
-		nvcdi.WithNvmlLib(c.NVML),
-		nvcdi.WithDriverRoot(c.DriverRoot),
-		nvcdi.WithDevRoot(c.DevRoot),
-		nvcdi.WithNVIDIACDIHookPath(c.HookPath),
+		nvcdi.WithNvmlLib(lib),
+		nvcdi.WithDriverRoot(c.driverRoot),
+		nvcdi.WithDevRoot(c.devRoot),
+		nvcdi.WithNVIDIACDIHookPath(c.hookPath),
 		nvcdi.WithLogger(nvcdiLogger{log}),
 		// Additional GIDs need cdiVersion 0.7.0, which podman 4.3 cannot
 		// read; the device nodes' own modes and the runtime's device cgroup
@@ -110,7 +125,7 @@ func NewNVIDIADriver(c DriverConfig) (*NVIDIADriver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("NVIDIA driver edits: %w", err)
 	}
-	return &NVIDIADriver{lib: lib, version: version, deviceEdits: c.DeviceEdits, minorsFile: defaultMIGMinorsFile, log: log}, nil
+	return &NVIDIADriver{lib: cdiLib, version: version, deviceEdits: c.deviceEdits, minorsFile: defaultMIGMinorsFile, log: log}, nil
 }
 
 // driverVersion asks NVML for the driver version, e.g. "570.86.15".

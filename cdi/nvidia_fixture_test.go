@@ -124,8 +124,8 @@ func (f *simFixture) driver(deviceEdits bool) *NVIDIADriver {
 	f.t.Helper()
 	log := logrus.New()
 	log.SetOutput(testWriter{f.t})
-	d, err := NewNVIDIADriver(DriverConfig{NVML: f.nvml, DriverRoot: f.driverRoot, DevRoot: f.devRoot,
-		HookPath: "/opt/test/nvidia-cdi-hook", DeviceEdits: deviceEdits, Logger: log})
+	d, err := NewNVIDIADriver(f.nvml, WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot),
+		WithHookPath("/opt/test/nvidia-cdi-hook"), WithDeviceEdits(deviceEdits), WithDriverLogger(log))
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -242,7 +242,7 @@ func TestDriverWithoutLibraries(t *testing.T) {
 	if got := dirNames(t, dir); len(got) != 0 {
 		t.Errorf("spec dir holds %v", got)
 	}
-	if _, err := NewNVIDIADriver(DriverConfig{NVML: f.nvml, DriverRoot: filepath.Join(f.driverRoot, "nope")}); err == nil ||
+	if _, err := NewNVIDIADriver(f.nvml, WithDriverRoot(filepath.Join(f.driverRoot, "nope"))); err == nil ||
 		!strings.Contains(err.Error(), "driver root") {
 		t.Errorf("missing driver root: %v", err)
 	}
