@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// FakeInventory is an in-memory Inventory for tests of the plugins and of
-// the agent's wiring. Its setters signal Changes like the agent does.
+// FakeInventory is an in-memory Inventory for the plugin package's own tests
+// (only they use it, so it lives in a _test file). Its setters signal Changes
+// as the agent does.
 type FakeInventory struct {
 	mu       sync.Mutex
 	profiles []string
