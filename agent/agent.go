@@ -55,6 +55,9 @@ type Agent struct {
 	idleSince map[string]time.Time
 	podOf     map[string]PodRef
 
+	// pending is the demand that waits for this node (pending.go).
+	pending *pendingDemand
+
 	registry *prometheus.Registry
 	metrics  *metrics
 	plugins  atomic.Pointer[plugin.Manager] // nil when the device plugins are off
@@ -94,7 +97,8 @@ func WithCluster(f ClusterFunc) Option { return func(a *Agent) { a.cluster = f }
 // ready to Run.
 func New(cfg Config, opts ...Option) (*Agent, error) {
 	a := &Agent{cfg: cfg.Defaults(), log: logrus.StandardLogger(), holders: map[string]Holder{},
-		cdiNames: map[string]string{}, unhealthy: map[string]bool{}, idleSince: map[string]time.Time{}, podOf: map[string]PodRef{}}
+		cdiNames: map[string]string{}, unhealthy: map[string]bool{}, idleSince: map[string]time.Time{}, podOf: map[string]PodRef{},
+		pending: newPendingDemand()}
 	for _, o := range opts {
 		o(a)
 	}

@@ -31,9 +31,13 @@ func (a *Agent) Alloc(ctx context.Context, req client.AllocRequest) (client.Allo
 		owner += ":" + req.Owner
 	}
 	in, plan, err := a.part.Allocate(ctx, req.Profile, owner)
+	if errors.Is(err, partitioner.ErrMustWait) {
+		a.localWaiting(owner, req.Profile)
+	}
 	if err != nil {
 		return client.AllocResponse{}, err
 	}
+	a.localServed(owner, req.Profile)
 	if err := a.persist(); err != nil {
 		// Unrecorded means unsafe to hand out: give it back.
 		a.part.Release(in.UUID)
@@ -109,7 +113,7 @@ func (a *Agent) uuidOfCDIDevice(dev string) string {
 
 // Status describes every GPU and instance.
 func (a *Agent) Status() client.Status {
-	st := client.Status{GPUs: a.part.GPUs()}
+	st := client.Status{GPUs: a.part.GPUs(), Pending: a.PendingDemand(), Reserved: a.reservationStatus()}
 	insts := a.part.Instances()
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -44,6 +44,12 @@ type FreeRequest struct {
 type Status struct {
 	GPUs      []partitioner.GPU `json:"gpus"`
 	Instances []StatusInstance  `json:"instances"`
+	// Pending counts, by profile, the requests known to wait for this
+	// node: pods it could serve once it has room, and local callers told
+	// to wait. The placement policy keeps room for them.
+	Pending map[string]int `json:"pending,omitempty"`
+	// Reserved is the GPU held for a request that waited too long, if any.
+	Reserved *partitioner.Reservation `json:"reserved,omitempty"`
 }
 
 // StatusInstance is one instance as status shows it.

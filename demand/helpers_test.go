@@ -35,6 +35,22 @@ type fakeProv struct {
 	// optimistic makes CanFit say yes whatever the room, as a node whose
 	// state changes between the check and the provisioning.
 	optimistic bool
+	// pending is the last ObservePending report, reports how many came.
+	pending map[string]int
+	reports int
+}
+
+func (f *fakeProv) ObservePending(counts map[string]int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = counts
+	f.reports++
+}
+
+func (f *fakeProv) lastPending() (map[string]int, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pending, f.reports
 }
 
 func newProv(idle, room map[string]int) *fakeProv {

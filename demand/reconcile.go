@@ -69,6 +69,12 @@ func (s *Source) Reconcile(ctx context.Context) {
 			others = append(others, w)
 		}
 	}
+	waiting, known := Need{}, true
+	defer func() {
+		if known {
+			s.observePending(waiting)
+		}
+	}()
 	if len(mine) == 0 && len(others) == 0 {
 		return
 	}
@@ -85,6 +91,7 @@ func (s *Source) Reconcile(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.log.WithError(err).Warn("read this node; skipping the pass")
 		}
+		known = false // what waits is unknown: keep the last report
 		return
 	}
 	if err != nil {
@@ -92,7 +99,9 @@ func (s *Source) Reconcile(ctx context.Context) {
 	}
 	p := &pass{avail: map[string]int{}, keep: Reserved{}, nodes: map[string]string{}}
 	for _, w := range mine {
-		s.serveOwn(ctx, p, w, node, now)
+		if s.serveOwn(ctx, p, w, node, now) {
+			waiting.add(w.need)
+		}
 	}
 	if node == nil {
 		if len(others) > 0 {
@@ -101,56 +110,76 @@ func (s *Source) Reconcile(ctx context.Context) {
 		return
 	}
 	for _, w := range others {
-		s.tryClaim(ctx, p, w, node, now)
+		if s.tryClaim(ctx, p, w, node, now) {
+			waiting.add(w.need)
+		}
 	}
 }
 
-// serveOwn keeps a claim of this node served, or gives it up.
-func (s *Source) serveOwn(ctx context.Context, p *pass, w wanted, node *corev1.Node, now time.Time) {
+// observePending reports what waits to the provisioner, if it listens.
+func (s *Source) observePending(waiting Need) {
+	po, ok := s.cfg.Provisioner.(PendingObserver)
+	if !ok {
+		return
+	}
+	if len(waiting) == 0 {
+		po.ObservePending(nil)
+		return
+	}
+	po.ObservePending(map[string]int(waiting))
+}
+
+// serveOwn keeps a claim of this node served, or gives it up. It reports
+// whether the pod is left waiting for room on this node: the claim was
+// given up only because the instances could not be made now.
+func (s *Source) serveOwn(ctx context.Context, p *pass, w wanted, node *corev1.Node, now time.Time) bool {
 	c := w.claim
 	switch {
 	case c.bad != "":
 		s.giveUp(ctx, w.pod, now, "unreadable claim: "+c.bad)
-		return
+		return false
 	case !c.provisionedAt.IsZero() && now.Sub(c.provisionedAt) > s.cfg.ScheduleTimeout:
 		s.giveUp(ctx, w.pod, now, fmt.Sprintf("not scheduled within %v of provisioning", s.cfg.ScheduleTimeout))
-		return
+		return false
 	case node == nil:
 		s.giveUp(ctx, w.pod, now, "this node is not registered with the API server")
-		return
+		return false
 	case len(w.foreign) > 0:
 		s.giveUp(ctx, w.pod, now, fmt.Sprintf("this node does not offer %v", w.foreign))
-		return
+		return false
 	}
 	if ok, why := nodeAdmits(w.pod, node); !ok {
 		s.giveUp(ctx, w.pod, now, "the scheduler would not place it here: "+why)
-		return
+		return false
 	}
 	made, err := s.serve(ctx, p, w.pod, w.need)
 	if err != nil {
 		s.giveUp(ctx, w.pod, now, err.Error())
-		return
+		return true
 	}
 	if made > 0 || c.provisionedAt.IsZero() {
 		s.provisioned(ctx, w.pod, w.need, made, now)
 	}
+	return false
 }
 
 // tryClaim claims an unclaimed pod, or one whose claim went stale, if this
-// node can serve it, and then serves it.
-func (s *Source) tryClaim(ctx context.Context, p *pass, w wanted, node *corev1.Node, now time.Time) {
+// node can serve it, and then serves it. It reports whether the pod waits for
+// room this node could give it later: the node admits it and offers every
+// profile it asks for, but has no room for them now.
+func (s *Source) tryClaim(ctx context.Context, p *pass, w wanted, node *corev1.Node, now time.Time) bool {
 	log := s.log.WithFields(logrus.Fields{"pod": podKey(w.pod), "want": w.need.String()})
 	if s.backingOff(w.pod, now) || len(w.foreign) > 0 {
-		return
+		return false
 	}
 	if nn := w.pod.Status.NominatedNodeName; nn != "" && nn != s.cfg.NodeName {
 		// The scheduler is preempting pods on that node to make room.
 		log.WithField("nominated", nn).Debug("not claiming: the pod is nominated to another node")
-		return
+		return false
 	}
 	if ok, why := nodeAdmits(w.pod, node); !ok {
 		log.WithField("reason", why).Debug("not claiming")
-		return
+		return false
 	}
 	stale := ""
 	if w.claim.by != "" {
@@ -158,7 +187,7 @@ func (s *Source) tryClaim(ctx context.Context, p *pass, w wanted, node *corev1.N
 			stale = s.nodeGone(ctx, w.claim.by, p.nodes)
 		}
 		if stale == "" {
-			return // another node serves it
+			return false // another node serves it
 		}
 	}
 	for _, prof := range w.need.Profiles() {
@@ -167,7 +196,7 @@ func (s *Source) tryClaim(ctx context.Context, p *pass, w wanted, node *corev1.N
 		}
 		if !s.cfg.Provisioner.CanFit(prof, w.need[prof], p.keep) {
 			log.WithField("profile", prof).Debug("not claiming: no room for the profile")
-			return
+			return true
 		}
 	}
 	claimed, err := s.claimPod(ctx, w.pod, now)
@@ -177,7 +206,7 @@ func (s *Source) tryClaim(ctx context.Context, p *pass, w wanted, node *corev1.N
 		} else {
 			log.WithError(err).Warn("claim pod")
 		}
-		return
+		return false
 	}
 	s.remember(w.pod, claimed)
 	if stale != "" {
@@ -189,9 +218,10 @@ func (s *Source) tryClaim(ctx context.Context, p *pass, w wanted, node *corev1.N
 	made, err := s.serve(ctx, p, claimed, w.need)
 	if err != nil {
 		s.giveUp(ctx, claimed, now, err.Error())
-		return
+		return true
 	}
 	s.provisioned(ctx, claimed, w.need, made, now)
+	return false
 }
 
 // serve reserves spare idle instances for the pod's need and provisions the

@@ -326,3 +326,33 @@ func TestRunWatchesPods(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A pod this node would claim but has no room for is reported as pending
+// demand; once room appears and the pod is served, nothing waits.
+func TestPendingDemandIsReported(t *testing.T) {
+	cs, _ := casClient(t, readyNode("node-a"),
+		migPod("small", map[string]int64{"nvidia.com/mig-1g.5gb": 1}),
+		migPod("big", map[string]int64{"nvidia.com/mig-3g.20gb": 2}),
+		migPod("elsewhere", map[string]int64{"nvidia.com/mig-9g.99gb": 1}))
+	prov := newProv(nil, map[string]int{"1g.5gb": 1})
+	s := newTestSource(t, cs, "node-a", prov)
+	s.pass(t)
+	got, n := prov.lastPending()
+	if n == 0 || len(got) != 1 || got["3g.20gb"] != 2 {
+		t.Fatalf("pending %v after %d reports: want 3g.20gb x2 (the 1g.5gb pod was served, the 9g one is foreign)", got, n)
+	}
+	if claimedBy(t, cs, "big") != "" {
+		t.Fatal("the pod without room was claimed")
+	}
+	prov.mu.Lock()
+	prov.room["3g.20gb"] = 2
+	prov.mu.Unlock()
+	s.now = s.now.Add(time.Second)
+	s.pass(t)
+	if got, _ := prov.lastPending(); got != nil {
+		t.Fatalf("pending %v once the pod was served, want nil", got)
+	}
+	if claimedBy(t, cs, "big") != "node-a" {
+		t.Fatal("the pod was not claimed once there was room")
+	}
+}

@@ -21,6 +21,13 @@ func (n Need) Profiles() []string {
 	return out
 }
 
+// add adds another need to n.
+func (n Need) add(o Need) {
+	for prof, k := range o {
+		n[prof] += k
+	}
+}
+
 func (n Need) String() string {
 	parts := make([]string, 0, len(n))
 	for _, p := range n.Profiles() {

@@ -36,6 +36,15 @@ type Provisioner interface {
 	IdleCount(profile string) int
 }
 
+// PendingObserver is a Provisioner that also wants to know what waits: after
+// every pass the source reports, by profile, the instances the pending pods
+// this node could serve still need (claims of this node it could not finish,
+// and pods it would claim if it had room). The node's partitioner keeps room
+// for them when it places other requests. nil means nothing waits.
+type PendingObserver interface {
+	ObservePending(counts map[string]int)
+}
+
 // CoreClient is the part of a Kubernetes clientset the demand source uses
 // (pods and events); a kubernetes.Interface is one.
 type CoreClient interface {

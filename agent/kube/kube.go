@@ -204,3 +204,6 @@ func toReadmitMark(m agent.Mark) readmit.Mark {
 		ContainerName: m.Container.ContainerName, FromProfile: m.Profile, ToProfile: m.Decision.Profile,
 		ForecastBytes: m.Decision.Forecast, Reason: string(m.Decision.Reason), Fits: m.Decision.Fits}
 }
+
+// The agent's provisioner hears what waits, so its placements keep room for it.
+var _ demand.PendingObserver = (*agent.ClusterProvisioner)(nil)

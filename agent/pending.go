@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/partitioner"
+)
+
+// Pending demand. The partitioner's migpro policy keeps room for requests
+// that wait (Partitioner.ObservePending), so the agent tells it what waits:
+// pods the cluster demand source could serve here but has no room for yet
+// (ClusterProvisioner.ObservePending), and local API callers whose alloc was
+// answered "must wait" and who have not been served or gone quiet since.
+// A local caller that keeps waiting longer than starveAfter gets a
+// reservation: one GPU is held for its profile (Partitioner.ReserveFor)
+// while every other GPU keeps serving, until it is served or gives up.
+
+const (
+	// localWaitTTL is how long a local caller that was told to wait counts
+	// as waiting without asking again.
+	localWaitTTL = time.Minute
+	// defaultStarveAfter is how long a local caller may keep waiting before
+	// a GPU is reserved for it.
+	defaultStarveAfter = 2 * time.Minute
+)
+
+type localWait struct {
+	profile     string
+	since, last time.Time
+}
+
+// pendingDemand is what waits for this node now.
+type pendingDemand struct {
+	mu          sync.Mutex
+	cluster     map[string]int
+	local       map[string]*localWait // by owner and profile
+	starveAfter time.Duration
+	now         func() time.Time
+	// reservedFor is the local wait the standing reservation serves.
+	reservedFor string
+}
+
+func newPendingDemand() *pendingDemand {
+	return &pendingDemand{local: map[string]*localWait{}, starveAfter: defaultStarveAfter, now: time.Now}
+}
+
+func waitKey(owner, profile string) string { return owner + "\x00" + profile }
+
+// ObservePending records what the cluster demand source says waits (the
+// demand.PendingObserver side of the provisioner) and passes the node's
+// whole pending demand on to the partitioner.
+func (c *ClusterProvisioner) ObservePending(counts map[string]int) {
+	c.a.pending.mu.Lock()
+	c.a.pending.cluster = maps.Clone(counts)
+	c.a.pending.mu.Unlock()
+	c.a.pushPending()
+}
+
+// localWaiting records that a local caller was told to wait for profile.
+func (a *Agent) localWaiting(owner, profile string) {
+	pd := a.pending
+	pd.mu.Lock()
+	now := pd.now()
+	k := waitKey(owner, profile)
+	if w, ok := pd.local[k]; ok {
+		w.last = now
+	} else {
+		pd.local[k] = &localWait{profile: profile, since: now, last: now}
+	}
+	pd.mu.Unlock()
+	a.pushPending()
+}
+
+// localServed records that a local caller got its instance.
+func (a *Agent) localServed(owner, profile string) {
+	pd := a.pending
+	pd.mu.Lock()
+	_, was := pd.local[waitKey(owner, profile)]
+	delete(pd.local, waitKey(owner, profile))
+	pd.mu.Unlock()
+	if was {
+		a.pushPending()
+	}
+}
+
+// PendingDemand reports, by profile, the requests the agent knows wait.
+func (a *Agent) PendingDemand() map[string]int {
+	counts, _ := a.pending.snapshot()
+	return counts
+}
+
+// snapshot drops local waits gone quiet and sums what waits. It also says
+// which local wait, if any, has starved: the oldest one waiting longer than
+// starveAfter, and whether the standing reservation's wait is gone.
+func (pd *pendingDemand) snapshot() (map[string]int, starve) {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	now := pd.now()
+	counts := maps.Clone(pd.cluster)
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	var st starve
+	var oldest *localWait
+	for k, w := range pd.local {
+		if now.Sub(w.last) > localWaitTTL {
+			delete(pd.local, k)
+			continue
+		}
+		counts[w.profile]++
+		if now.Sub(w.since) > pd.starveAfter && (oldest == nil || w.since.Before(oldest.since) ||
+			(w.since.Equal(oldest.since) && k < st.key)) {
+			oldest, st.key, st.profile = w, k, w.profile
+		}
+	}
+	if pd.reservedFor != "" {
+		if _, ok := pd.local[pd.reservedFor]; !ok {
+			st.clear = true
+			pd.reservedFor = ""
+		} else {
+			st.key, st.profile = "", "" // one reservation at a time
+		}
+	}
+	if st.key != "" {
+		pd.reservedFor = st.key
+	}
+	for p, n := range counts {
+		if n == 0 {
+			delete(counts, p)
+		}
+	}
+	return counts, st
+}
+
+// starve is what snapshot found about reservations: profile is the starving
+// wait to reserve for (empty: none), clear says the standing one is done.
+type starve struct {
+	key, profile string
+	clear        bool
+}
+
+// pushPending hands the pending demand to the partitioner and sets or
+// clears the reservation for a starving local caller.
+func (a *Agent) pushPending() {
+	counts, st := a.pending.snapshot()
+	if len(counts) == 0 {
+		counts = nil
+	}
+	a.part.ObservePending(counts)
+	if st.clear {
+		if err := a.part.Reserve(nil); err != nil {
+			a.log.WithError(err).Warn("clear reservation")
+		}
+		a.log.Info("reservation cleared: its request was served or gave up")
+	}
+	if st.profile != "" {
+		r, err := a.part.ReserveFor(st.profile)
+		if err != nil {
+			a.log.WithError(err).WithField("profile", st.profile).Warn("reserve a GPU for a starving request")
+			return
+		}
+		a.log.WithFields(logrus.Fields{"profile": r.Profile, "gpu": r.GPU}).Info("GPU reserved for a request waiting too long")
+	}
+}
+
+// reservationStatus is the standing reservation for status, if any.
+func (a *Agent) reservationStatus() *partitioner.Reservation {
+	if r, ok := a.part.Reserved(); ok {
+		return &r
+	}
+	return nil
+}

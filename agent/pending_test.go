@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/migpro/migpro/client"
+)
+
+// Through the local API: a caller told to wait counts as pending demand; one
+// that keeps waiting gets a GPU reserved, which other profiles then leave
+// alone even when it is empty, until the caller is served.
+func TestLocalWaitersArePendingDemandAndGetAReservation(t *testing.T) {
+	e := newEnv(t, "a100-40gb,a100-40gb")
+	a := e.start(t)
+	c := runAgent(t, a)
+	ctx := context.Background()
+	var held [2]client.AllocResponse
+	for _, owner := range []string{"a", "b"} {
+		r, err := c.Alloc(ctx, client.AllocRequest{Profile: "4g.20gb", Owner: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[r.GPU] = r
+	}
+	if held[0].CDIName == "" || held[1].CDIName == "" {
+		t.Fatalf("two 4g.20gb should take one GPU each: %+v", held)
+	}
+	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"}); !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("7g.40gb with both GPUs half used: %v, want must wait", err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Pending) != 1 || st.Pending["7g.40gb"] != 1 || st.Reserved != nil {
+		t.Fatalf("status pending %v reserved %v: want 7g.40gb x1 and no reservation yet", st.Pending, st.Reserved)
+	}
+	if w := a.part.Demand(); w["7g.40gb"] <= w["1g.5gb"] {
+		t.Fatalf("partitioner demand %v: the waiting 7g.40gb should weigh more than an unasked 1g.5gb", w)
+	}
+
+	a.pending.mu.Lock()
+	a.pending.starveAfter = 0 // it has waited long enough from now on
+	a.pending.mu.Unlock()
+	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"}); !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("7g.40gb again: %v, want must wait", err)
+	}
+	if st, err = c.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st.Reserved == nil || st.Reserved.Profile != "7g.40gb" {
+		t.Fatalf("reserved %+v: want a GPU held for 7g.40gb", st.Reserved)
+	}
+	g := st.Reserved.GPU
+	a.pending.mu.Lock()
+	a.pending.starveAfter = defaultStarveAfter // the callers after it have not starved
+	a.pending.mu.Unlock()
+	other := 1 - g
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "3g.20gb", Owner: "c"})
+	if err != nil || r.GPU != other {
+		t.Fatalf("3g.20gb: %+v %v, want it on GPU %d, not the reserved GPU %d", r, err, other, g)
+	}
+	if err := c.Free(ctx, held[g].CDIName); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb", Owner: "d"}); !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("1g.5gb with only the reserved GPU free: %v, want must wait", err)
+	}
+	r, err = c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"})
+	if err != nil || r.GPU != g {
+		t.Fatalf("7g.40gb once its GPU drained: %+v %v, want it on GPU %d", r, err, g)
+	}
+	if st, err = c.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st.Reserved != nil || len(st.Pending) != 1 || st.Pending["1g.5gb"] != 1 {
+		t.Fatalf("after serving the 7g: reserved %v pending %v, want none and 1g.5gb x1", st.Reserved, st.Pending)
+	}
+}
+
+// The cluster demand source's report reaches the partitioner's weights.
+func TestClusterPendingDemandReachesThePartitioner(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	a := e.start(t)
+	before := a.part.Demand()["3g.20gb"]
+	a.ClusterProvisioner().ObservePending(map[string]int{"3g.20gb": 2})
+	if got := a.PendingDemand(); got["3g.20gb"] != 2 {
+		t.Fatalf("pending %v, want 3g.20gb x2", got)
+	}
+	if after := a.part.Demand()["3g.20gb"]; after <= before {
+		t.Fatalf("3g.20gb weight %v -> %v: pending pods should raise it", before, after)
+	}
+	a.ClusterProvisioner().ObservePending(nil)
+	if got := a.PendingDemand(); len(got) != 0 {
+		t.Fatalf("pending %v after the source reported nothing waits", got)
+	}
+	if after := a.part.Demand()["3g.20gb"]; after != before {
+		t.Fatalf("3g.20gb weight %v, want %v again", after, before)
+	}
+}
