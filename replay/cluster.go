@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sirupsen/logrus"
@@ -35,10 +36,33 @@ type Model struct {
 	sizes []estimator.ProfileSize
 	// masks are each profile's legal placements as memory-slot bit masks.
 	masks map[string][]uint16
+	// perGPU is, for a mixed node, each GPU's own model in node order; nil
+	// when every GPU is this model.
+	perGPU []*Model
+}
+
+// GPUsPerNode is how many GPUs a mixed node spec names; 0 for one model
+// (the count comes from Config.GPUsPerNode).
+func (m *Model) GPUsPerNode() int { return len(m.perGPU) }
+
+// gpuModel is the model of a node's GPU li.
+func (m *Model) gpuModel(li int) *Model {
+	if m.perGPU == nil {
+		return m
+	}
+	return m.perGPU[li]
 }
 
 // LoadModel reads a simulated model's profiles (simgpu.Models lists them).
+// A mixed node is written as models with counts, "a100-40gb:2,h100-80gb:1":
+// every node then has those GPUs, and the model returned offers the union
+// of their profiles (a job asks for one by name, and only the GPUs offering
+// it can serve it). The models of a mixed node must have the same number of
+// compute slices, since a job's run time is given per share of the GPU.
 func LoadModel(name string) (*Model, error) {
+	if strings.ContainsAny(name, ":,") {
+		return loadMixed(name)
+	}
 	profs, err := simgpu.ModelProfiles(name)
 	if err != nil {
 		return nil, err
@@ -72,6 +96,59 @@ func LoadModel(name string) (*Model, error) {
 		}
 	}
 	return m, nil
+}
+
+// loadMixed reads a mixed node spec (see LoadModel).
+func loadMixed(spec string) (*Model, error) {
+	spec = strings.ToLower(strings.TrimSpace(spec))
+	u := &Model{Name: spec, masks: map[string][]uint16{}}
+	loaded := map[string]*Model{}
+	for _, part := range strings.Split(spec, ",") {
+		name, count := strings.TrimSpace(part), 1
+		if n, c, ok := strings.Cut(name, ":"); ok {
+			k, err := strconv.Atoi(c)
+			if err != nil || k < 1 || k > 64 {
+				return nil, fmt.Errorf("node %s: bad GPU count %q for %s: want 1 to 64", spec, c, n)
+			}
+			name, count = n, k
+		}
+		m, ok := loaded[name]
+		if !ok {
+			var err error
+			if m, err = LoadModel(name); err != nil {
+				return nil, fmt.Errorf("node %s: %w", spec, err)
+			}
+			loaded[name] = m
+		}
+		if u.Slices != 0 && m.Slices != u.Slices {
+			return nil, fmt.Errorf("node %s: %s has %d compute slices, %s %d: a mixed node needs models with the same number", spec, m.Name, m.Slices, u.perGPU[0].Name, u.Slices)
+		}
+		u.Slices, u.Slots = m.Slices, max(u.Slots, m.Slots)
+		for range count {
+			u.perGPU = append(u.perGPU, m)
+		}
+		if !ok {
+			for _, p := range m.Profiles {
+				if _, dup := u.Profile(p.Name); !dup {
+					u.Profiles = append(u.Profiles, p)
+				}
+			}
+		}
+	}
+	if len(u.perGPU) > 64 {
+		return nil, fmt.Errorf("node %s: %d GPUs, at most 64", spec, len(u.perGPU))
+	}
+	for _, p := range u.Profiles {
+		u.sizes = append(u.sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.Memory, Slices: p.Slices})
+	}
+	estimator.SortProfiles(u.sizes)
+	sort.SliceStable(u.Profiles, func(i, j int) bool { return u.rank(u.Profiles[i].Name) < u.rank(u.Profiles[j].Name) })
+	for _, p := range u.Profiles {
+		if p.Slices > u.Full.Slices || (p.Slices == u.Full.Slices && p.Memory > u.Full.Memory) {
+			u.Full = p
+		}
+	}
+	return u, nil
 }
 
 func (m *Model) rank(name string) int {
@@ -203,17 +280,19 @@ type gpuSlot struct {
 	// GPU use: space no decision can reclaim.
 	heldSlices int
 	heldSlots  uint16
+	// model is the GPU's own model (its profiles and placements).
+	model *Model
 }
 
 // mayFit is a necessary condition for a profile to be placed on the GPU
 // without touching a held instance: enough free compute slices and a legal
 // placement clear of held slots. It lets the engine skip asking a
 // partitioner whose answer can only be "wait".
-func (g *gpuSlot) mayFit(m *Model, p Profile) bool {
-	if g.heldSlices+p.Slices > m.Slices {
+func (g *gpuSlot) mayFit(p Profile) bool {
+	if g.heldSlices+p.Slices > g.model.Slices {
 		return false
 	}
-	for _, mask := range m.masks[p.Name] {
+	for _, mask := range g.model.masks[p.Name] {
 		if mask&g.heldSlots == 0 {
 			return true
 		}
@@ -237,13 +316,17 @@ func newCluster(model *Model, nodes, gpus int, seed int64, policy func(*node) pa
 		return nil, err
 	}
 	for i := 0; i < nodes; i++ {
-		sn, err := simgpu.NewNode(fmt.Sprintf("%s:%d", model.Name, gpus), simgpu.WithSeed(seed+int64(i)))
+		spec := fmt.Sprintf("%s:%d", model.Name, gpus)
+		if model.perGPU != nil {
+			spec = model.Name
+		}
+		sn, err := simgpu.NewNode(spec, simgpu.WithSeed(seed+int64(i)))
 		if err != nil {
 			return fail(fmt.Errorf("node %d: %w", i, err))
 		}
 		nd := &node{idx: i, sim: sn}
 		for g := 0; g < gpus; g++ {
-			nd.gpus = append(nd.gpus, &gpuSlot{global: i*gpus + g})
+			nd.gpus = append(nd.gpus, &gpuSlot{global: i*gpus + g, model: model.gpuModel(g)})
 		}
 		nd.pcie = &pcieCtx{node: nd}
 		part, err := partitioner.New(sn, partitioner.WithPolicy(policy(nd)), partitioner.WithLogger(quietLogger()))

@@ -4,7 +4,9 @@ import "fmt"
 
 // Config is the simulated cluster and the engine's knobs.
 type Config struct {
-	// Model is the simulated GPU model (sim.Models); default a100-40gb.
+	// Model is the simulated GPU model (sim.Models); default a100-40gb. A
+	// mixed node is written with counts, "a100-40gb:2,h100-80gb:1"; then
+	// GPUsPerNode is that count (0 takes it from the spec).
 	Model string
 	// Nodes × GPUsPerNode GPUs, one partitioner per node. Defaults 1 × 8.
 	Nodes, GPUsPerNode int
@@ -32,6 +34,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.GPUsPerNode == 0 {
 		c.GPUsPerNode = 8
+		if m, err := LoadModel(c.Model); err == nil && m.GPUsPerNode() > 0 {
+			c.GPUsPerNode = m.GPUsPerNode()
+		}
 	}
 	if c.PCIeMax == 0 {
 		c.PCIeMax = 25
@@ -53,6 +58,12 @@ func (c Config) Validate() error {
 	case !(c.PCIeMax > 0) || !(c.PCIeAlpha > 0):
 		return fmt.Errorf("PCIe bandwidth %v and α %v: want both > 0", c.PCIeMax, c.PCIeAlpha)
 	}
-	_, err := LoadModel(c.Model)
-	return err
+	m, err := LoadModel(c.Model)
+	if err != nil {
+		return err
+	}
+	if n := m.GPUsPerNode(); n > 0 && n != c.GPUsPerNode {
+		return fmt.Errorf("GPUs per node %d: the node %s has %d (give %d GPUs per node)", c.GPUsPerNode, m.Name, n, n)
+	}
+	return nil
 }

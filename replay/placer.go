@@ -99,7 +99,7 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	nd := d.nodes[n]
 	fits := false
 	for _, g := range nd.gpus {
-		if fits = g.mayFit(d.model, j.profile); fits {
+		if fits = g.mayFit(j.profile); fits {
 			break
 		}
 	}
@@ -160,10 +160,10 @@ func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
 		}
 	}
 	for gi, g := range nd.gpus {
-		if g.heavyHeld >= o.heavy || slices[gi]+j.profile.Slices > d.model.Slices {
+		if g.heavyHeld >= o.heavy || slices[gi]+j.profile.Slices > g.model.Slices {
 			continue
 		}
-		for _, mask := range d.model.masks[j.profile.Name] {
+		for _, mask := range g.model.masks[j.profile.Name] {
 			if mask&occupied[gi] != 0 {
 				continue
 			}

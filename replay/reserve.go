@@ -58,8 +58,12 @@ func (e *engine) planQueue() error {
 	bestN, bestG, bestCost := -1, -1, 0
 	for n, nd := range e.nodes {
 		for g, gs := range nd.gpus {
+			masks := gs.model.masks[oldest.profile.Name]
+			if len(masks) == 0 {
+				continue // the GPU does not offer the profile
+			}
 			way := 99
-			for _, m := range e.model.masks[oldest.profile.Name] {
+			for _, m := range masks {
 				way = min(way, bits.OnesCount16(m&gs.heldSlots))
 			}
 			cost := way*100 + gs.heldSlices
@@ -105,10 +109,14 @@ func (e *engine) classifyWait(j *jobState) {
 			if r := e.resv; r != nil && r.node == n && r.gpu == g && r.j != j {
 				continue // held for another job on purpose
 			}
-			if gs.mayFit(e.model, j.profile) {
+			own, offered := gs.model.Profile(j.profile.Name)
+			if !offered {
+				continue
+			}
+			if gs.mayFit(j.profile) {
 				replaceable = true
-			} else if gs.heldSlices+j.profile.Slices <= e.model.Slices &&
-				e.model.Slots-bits.OnesCount16(gs.heldSlots) >= j.profile.Slots {
+			} else if gs.heldSlices+own.Slices <= gs.model.Slices &&
+				gs.model.Slots-bits.OnesCount16(gs.heldSlots) >= own.Slots {
 				fragmented = true
 			}
 		}

@@ -140,7 +140,10 @@ func newStatic(nodes []*node, model *Model, l Layout) (*static, map[int][]partit
 // create makes one instance of the given size on a GPU at the first legal
 // start that is free; false when none is (or the model has no such size).
 func (s *static) create(nd *node, gpuIdx, size int, steps map[int][]partitioner.Step) (bool, error) {
-	prof, ok := s.model.sliceProfile(size)
+	if gpuIdx >= len(nd.gpus) {
+		return false, fmt.Errorf("node %d has no GPU %d", nd.idx, gpuIdx)
+	}
+	prof, ok := nd.gpus[gpuIdx].model.sliceProfile(size)
 	if !ok {
 		return false, nil
 	}
