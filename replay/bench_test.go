@@ -44,7 +44,7 @@ type benchCase struct {
 
 // benchCases are the repository's mixes on one 8-GPU A100 node and seeded
 // online streams (1g to 7g, Poisson load 0.8 and 0.9) on 1 to 8 A100 or
-// H100 GPUs.
+// H100 GPUs and on mixed nodes (2 A100 + 1 H100, 4 A100 + 4 H100).
 func benchCases() []benchCase {
 	var out []benchCase
 	for _, m := range []string{"small", "mixed", "llm", "pcie"} {
@@ -57,6 +57,15 @@ func benchCases() []benchCase {
 					out = append(out, benchCase{fmt.Sprintf("online/%s/%dgpu/load%.1f/seed%d", model, gpus, load, seed), model, gpus,
 						MixSpec{Name: "online", Jobs: 600, Seed: seed, Load: load, GPUs: gpus}})
 				}
+			}
+		}
+	}
+	for _, node := range []string{"a100-40gb:2,h100-80gb:1", "a100-40gb:4,h100-80gb:4"} {
+		m, _ := LoadModel(node)
+		for _, load := range []float64{0.8, 0.9} {
+			for _, seed := range []uint64{1, 2} {
+				out = append(out, benchCase{fmt.Sprintf("online/%s/load%.1f/seed%d", node, load, seed), node, m.GPUsPerNode(),
+					MixSpec{Name: "online", Jobs: 600, Seed: seed, Load: load, GPUs: m.GPUsPerNode()}})
 			}
 		}
 	}
