@@ -27,6 +27,7 @@ func (a *Agent) maintain(ctx context.Context) error {
 
 // Maintain runs one round of the periodic work now.
 func (a *Agent) Maintain(ctx context.Context) {
+	a.pushPending() // local callers gone quiet stop counting, and lose their reservation
 	a.trackUse(ctx)
 	a.fillWarmPool(ctx)
 	a.reapIdle(ctx)

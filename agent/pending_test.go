@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/migpro/migpro/client"
 )
@@ -98,5 +99,44 @@ func TestClusterPendingDemandReachesThePartitioner(t *testing.T) {
 	}
 	if after := a.part.Demand()["3g.20gb"]; after != before {
 		t.Fatalf("3g.20gb weight %v, want %v again", after, before)
+	}
+}
+
+// A local caller that stops asking stops counting as pending after
+// localWaitTTL, and its reservation goes with it at the next maintenance
+// round, even if nothing else happens on the node.
+func TestQuietLocalWaiterLosesItsReservation(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	a := e.start(t)
+	c := runAgent(t, a)
+	ctx := context.Background()
+	now := time.Now()
+	a.pending.mu.Lock()
+	a.pending.now = func() time.Time { return now }
+	a.pending.starveAfter = 0
+	a.pending.mu.Unlock()
+	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "4g.20gb", Owner: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // told to wait twice, a second apart: the second time it has starved
+		if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"}); !errors.Is(err, client.ErrConflict) {
+			t.Fatalf("7g.40gb next to a 4g in use: %v, want must wait", err)
+		}
+		a.pending.mu.Lock()
+		now = now.Add(time.Second)
+		a.pending.mu.Unlock()
+	}
+	if r, ok := a.part.Reserved(); !ok || r.Profile != "7g.40gb" {
+		t.Fatalf("reservation %+v %v, want one for 7g.40gb", r, ok)
+	}
+	a.pending.mu.Lock()
+	now = now.Add(localWaitTTL + time.Second)
+	a.pending.mu.Unlock()
+	a.Maintain(ctx)
+	if _, ok := a.part.Reserved(); ok {
+		t.Fatal("the reservation outlived its quiet caller")
+	}
+	if got := a.PendingDemand(); len(got) != 0 {
+		t.Fatalf("pending %v, want nothing once the caller went quiet", got)
 	}
 }
