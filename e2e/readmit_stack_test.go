@@ -5,7 +5,9 @@ package e2e
 // The readmission stack of the e2e tests: the agent's and the webhook's
 // identities with the manifests' RBAC, migpro-admission built from this tree
 // and served with a certificate of the cluster's CA, and the manifest's
-// MutatingWebhookConfiguration pointed at it.
+// MutatingWebhookConfiguration and the eviction guard's
+// ValidatingWebhookConfiguration pointed at it. The Marker evicts with a
+// token bound to its node, as the agent's DaemonSet pod does.
 
 import (
 	"bytes"
@@ -63,17 +65,19 @@ func startReadmitStack(t *testing.T, cl *harness.Cluster, extraAgentRBAC ...stri
 		t.Fatal(err)
 	}
 	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
-	var url string
-	url, st.admLog = startAdmission(t, admKC, certFile, keyFile, caPEM)
-	registerWebhook(t, cl, admission, url, caPEM)
+	var base string
+	base, st.admLog = startAdmission(t, admKC, certFile, keyFile, caPEM)
+	registerWebhook(t, cl, admission, base+"/mutate", caPEM)
+	registerEvictionGuard(t, cl, admission, base+"/validate-eviction", caPEM)
 	return st
 }
 
-// marker is the Marker as the agent on node runs it: its identity, its node.
+// marker is the Marker as the agent on node runs it: its identity, with a
+// token bound to its node (the eviction guard needs the node), its node.
 func (st *readmitStack) marker(t *testing.T, node string) *readmit.Marker {
 	logger := logrus.New()
 	logger.SetOutput(testWriter{t})
-	return readmit.NewMarker(st.cl.Clientset(t, st.agentKC), readmit.WithNodeName(node), readmit.WithLogger(logger),
+	return readmit.NewMarker(nodeBoundAgent(t, st.cl, node), readmit.WithNodeName(node), readmit.WithLogger(logger),
 		readmit.WithEvictBackoff(wait.Backoff{Duration: 300 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second, Steps: 60}))
 }
 
@@ -190,7 +194,7 @@ func serviceAccountKubeconfig(t *testing.T, cl *harness.Cluster, sa string, rbac
 func ptrInt64(v int64) *int64 { return &v }
 
 // startAdmission builds and runs migpro-admission and waits for /healthz;
-// it returns the webhook URL and the log path.
+// it returns its base URL (https://host:port) and the log path.
 func startAdmission(t *testing.T, kubeconfig, certFile, keyFile string, caPEM []byte) (string, string) {
 	t.Helper()
 	bin := migproBin(t, "migpro-admission")
@@ -229,7 +233,7 @@ func startAdmission(t *testing.T, kubeconfig, certFile, keyFile string, caPEM []
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return "https://" + addr + "/mutate", logPath
+	return "https://" + addr, logPath
 }
 
 // registerWebhook creates the manifest's MutatingWebhookConfiguration with
@@ -247,6 +251,25 @@ func registerWebhook(t *testing.T, cl *harness.Cluster, manifest, url string, ca
 	mwc.Webhooks[0].ClientConfig = admregv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
 	if _, err := cl.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), mwc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("register webhook: %v", err)
+	}
+}
+
+// registerEvictionGuard creates the manifest's ValidatingWebhookConfiguration
+// (the eviction guard) with its clientConfig pointed at url and trusting
+// caPEM. The API server loads it within about a second.
+func registerEvictionGuard(t *testing.T, cl *harness.Cluster, manifest, url string, caPEM []byte) {
+	t.Helper()
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(manifestDocs(t, manifest, map[string]bool{"ValidatingWebhookConfiguration": true}), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vwc := obj.(*admregv1.ValidatingWebhookConfiguration)
+	if len(vwc.Webhooks) != 1 || *vwc.Webhooks[0].FailurePolicy != admregv1.Fail {
+		t.Fatalf("manifest eviction guard %+v, want one webhook with failurePolicy Fail", vwc.Webhooks)
+	}
+	vwc.Webhooks[0].ClientConfig = admregv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+	if _, err := cl.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("register the eviction guard: %v", err)
 	}
 }
 

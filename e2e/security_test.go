@@ -3,8 +3,9 @@
 package e2e
 
 // The agent's cluster privileges, tried with its real credentials on the
-// real v1.32 API server: RBAC from deploy/kubernetes/rbac*.yaml and the
-// ValidatingAdmissionPolicies of deploy/kubernetes/agent-policy.yaml.
+// real v1.32 API server: RBAC from deploy/kubernetes/rbac*.yaml, the
+// ValidatingAdmissionPolicies of deploy/kubernetes/agent-policy.yaml and
+// the eviction guard of deploy/kubernetes/admission.yaml.
 
 import (
 	"context"
@@ -18,6 +19,7 @@ import (
 
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -173,6 +175,85 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 	}
 	_, err = unbound.CoreV1().Nodes().Patch(ctx, "gpu-a", types.MergePatchType, []byte(`{"metadata":{"labels":{"migpro.dev/profiles":"y"}}}`), metav1.PatchOptions{})
 	refused("node: a token bound to no node", err)
+
+	checkEvictionGuard(t, cl, agent, unbound)
+}
+
+// checkEvictionGuard: RBAC lets the agent's identity evict any pod; with
+// migpro-admission's eviction guard registered (admission.yaml), the API
+// server refuses the agent's eviction of a pod on another node, and of any
+// pod with a token bound to no node, and lets it evict a pod on its own node.
+func checkEvictionGuard(t *testing.T, cl *harness.Cluster, agent, unbound kubernetes.Interface) {
+	ctx := context.Background()
+	for name, node := range map[string]string{"on-a": "gpu-a", "on-b": "gpu-b"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox:good"}}}}
+		mustCreate(t, func() error {
+			_, err := cl.Client.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{})
+			return err
+		})
+	}
+	evict := func(cs kubernetes.Interface, name string, dryRun bool) error {
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}}
+		if dryRun {
+			ev.DeleteOptions = &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+		}
+		return cs.CoreV1().Pods("team").EvictV1(ctx, ev)
+	}
+	// Without the guard, RBAC alone lets the agent evict a pod on another
+	// node (dry run: the pod stays).
+	if err := evict(agent, "on-b", true); err != nil {
+		t.Fatalf("without the eviction guard, the agent's (dry-run) eviction of a pod on another node: %v (want allowed: this test must see the guard make the difference)", err)
+	}
+
+	root := repoRoot()
+	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
+	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
+	caPEM, err := os.ReadFile(cl.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
+	base, admLog := startAdmission(t, admKC, certFile, keyFile, caPEM)
+	registerEvictionGuard(t, cl, admission, base+"/validate-eviction", caPEM)
+
+	// The API server loads the webhook within a moment: retry the dry run
+	// until it is refused.
+	var err2 error
+	eventually(t, "the API server to call the eviction guard", 30*time.Second, func() bool {
+		err2 = evict(agent, "on-b", true)
+		return err2 != nil
+	})
+	const want = "the migpro agent of node gpu-a may evict only pods on its own node; pod team/on-b is on node gpu-b"
+	if !apierrors.IsForbidden(err2) || !strings.Contains(err2.Error(), want) {
+		t.Errorf("eviction of a pod on another node: %v, want forbidden saying %q", err2, want)
+	} else {
+		t.Logf("eviction of a pod on another node: refused: %v", err2)
+	}
+	err = evict(agent, "on-b", false)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("eviction of a pod on another node: %v, want forbidden saying %q", err, want)
+	}
+	err = evict(unbound, "on-a", false)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "its token names no node") {
+		t.Errorf("eviction with a token bound to no node: %v, want forbidden", err)
+	} else {
+		t.Logf("eviction with a token bound to no node: refused: %v", err)
+	}
+	if err := evict(agent, "on-a", false); err != nil {
+		t.Errorf("eviction of a pod on the agent's own node: %v, want allowed", err)
+	}
+	a, errA := cl.Client.CoreV1().Pods("team").Get(ctx, "on-a", metav1.GetOptions{})
+	if errA == nil && a.DeletionTimestamp == nil || errA != nil && !apierrors.IsNotFound(errA) {
+		t.Errorf("pod on-a not evicted: %v", errA)
+	}
+	b, err := cl.Client.CoreV1().Pods("team").Get(ctx, "on-b", metav1.GetOptions{})
+	if err != nil || b.DeletionTimestamp != nil {
+		t.Errorf("pod on-b must stay: %v %v", err, b)
+	}
+	if log := readFile(admLog); !strings.Contains(log, "refused an eviction of a pod on another node") {
+		t.Errorf("the guard's log has no refusal:\n%s", log)
+	}
 }
 
 // nodeBoundAgent returns a clientset for the migpro-agent ServiceAccount

@@ -19,6 +19,11 @@
 //     (AnnotationReadmitted). Anything unexpected lets the pod through
 //     unchanged, with a warning.
 //
+// The EvictionGuard, served next to the Webhook, is a validating admission
+// handler for pods/eviction: it lets the agent's identity evict only pods on
+// the node its token is bound to, so that limit is the API server's, not the
+// agent's code.
+//
 // The package does not import the agent: the agent converts its own mark into
 // a readmit.Mark (see docs/readmit.md for the wiring).
 package readmit

@@ -123,3 +123,46 @@ func TestAdmissionManifest(t *testing.T) {
 		t.Error("namespaceSelector and objectSelector must be set")
 	}
 }
+
+// The eviction guard's one API call (get the pod) is allowed by
+// admission.yaml's role, and the manifest registers it for pods/eviction
+// CREATE by the agent's identity only, failing closed.
+func TestEvictionGuardManifest(t *testing.T) {
+	path := "../deploy/kubernetes/admission.yaml"
+	role := clusterRole(t, path, "migpro-admission")
+	cs := fake.NewClientset(testPod(true))
+	g := NewEvictionGuard(EvictionGuardConfig{Pods: cs.CoreV1(), Logger: quietLogger()})
+	req := evictionRequest(DefaultAgentUser, theNode, testPod(true).Name)
+	if r := g.Review(context.Background(), req); !r.Allowed {
+		t.Fatalf("own node's pod refused: %+v", r.Result)
+	}
+	checkActions(t, role, cs)
+	for _, v := range []string{"list", "watch", "patch", "update", "delete"} {
+		if allows(role, "", v, "pods", "") {
+			t.Errorf("the admission role must not %s pods", v)
+		}
+	}
+	var vwc *admregv1.ValidatingWebhookConfiguration
+	for _, o := range manifestObjects(t, path) {
+		if w, ok := o.(*admregv1.ValidatingWebhookConfiguration); ok {
+			vwc = w
+		}
+	}
+	if vwc == nil || len(vwc.Webhooks) != 1 {
+		t.Fatalf("want one ValidatingWebhookConfiguration with one webhook, got %+v", vwc)
+	}
+	w := vwc.Webhooks[0]
+	switch {
+	case w.FailurePolicy == nil || *w.FailurePolicy != admregv1.Fail:
+		t.Error("failurePolicy must be Fail: the agent must not evict unchecked")
+	case w.SideEffects == nil || *w.SideEffects != admregv1.SideEffectClassNone:
+		t.Error("sideEffects must be None")
+	case w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != "/validate-eviction":
+		t.Error("the service path must be /validate-eviction")
+	case len(w.Rules) != 1 || len(w.Rules[0].Operations) != 1 || w.Rules[0].Operations[0] != admregv1.Create ||
+		len(w.Rules[0].Resources) != 1 || w.Rules[0].Resources[0] != "pods/eviction":
+		t.Errorf("rules %+v, want pods/eviction CREATE only", w.Rules)
+	case len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != "request.userInfo.username == '"+DefaultAgentUser+"'":
+		t.Errorf("matchConditions %+v, want the agent's user only", w.MatchConditions)
+	}
+}

@@ -57,29 +57,35 @@ const maxReviewBytes = 8 << 20
 // which the API server treats as a webhook failure: with failurePolicy
 // Ignore the pod is admitted unchanged.
 func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	serveReview(rw, r, w.cfg.Logger, "readmit webhook", w.Review)
+}
+
+// serveReview decodes an admission.k8s.io/v1 AdmissionReview, answers it
+// with review, and writes the response review. name prefixes its log lines.
+func serveReview(rw http.ResponseWriter, r *http.Request, log logrus.FieldLogger, name string,
+	review func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
 	if r.Method != http.MethodPost {
 		http.Error(rw, "POST an admission.k8s.io/v1 AdmissionReview", http.StatusMethodNotAllowed)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, maxReviewBytes))
 	if err != nil {
-		w.cfg.Logger.WithError(err).Warn("readmit webhook: unreadable request")
+		log.WithError(err).Warn(name + ": unreadable request")
 		http.Error(rw, "read request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+	var in admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &in); err != nil || in.Request == nil {
 		if err == nil {
 			err = fmt.Errorf("no request in the AdmissionReview")
 		}
-		w.cfg.Logger.WithError(err).Warn("readmit webhook: not an AdmissionReview")
+		log.WithError(err).Warn(name + ": not an AdmissionReview")
 		http.Error(rw, "not an admission.k8s.io/v1 AdmissionReview: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp := w.Review(r.Context(), review.Request)
 	out := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Response: resp,
+		Response: review(r.Context(), in.Request),
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -87,7 +93,7 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rw.Header().Set("Content-Type", "application/json")
-	rw.Write(b)
+	_, _ = rw.Write(b)
 }
 
 // Review decides one admission request. It always allows; it patches a pod

@@ -4,10 +4,14 @@
 // predicted to run out of GPU memory comes back asking for the larger
 // profile). See package readmit and docs/readmit.md.
 //
+// It also serves the eviction guard, a validating admission webhook on
+// pods/eviction that lets the node agent (--agent-user) evict only pods on
+// the node its token is bound to (docs/security.md, finding 1).
+//
 //	migpro-admission --listen :8443 --tls-cert tls.crt --tls-key tls.key [--kubeconfig FILE]
 //
-// It serves POST /mutate (admission.k8s.io/v1 AdmissionReview) and GET
-// /healthz over HTTPS. Without --kubeconfig it uses the in-cluster config.
-// The certificate and key are re-read when their files change, so a rotated
+// It serves POST /mutate and POST /validate-eviction (admission.k8s.io/v1
+// AdmissionReview) and GET /healthz over HTTPS. Without --kubeconfig it
+// uses the in-cluster config. The certificate and key are re-read when their files change, so a rotated
 // Secret is picked up without a restart.
 package main

@@ -34,15 +34,17 @@ func main() {
 // options are the command-line flags.
 type options struct {
 	listen, certFile, keyFile, kubeconfig, domain, level, format string
+	agentUser                                                    string
 }
 
 func newFlags(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("migpro-admission", flag.ContinueOnError)
-	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate and /healthz on")
+	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /validate-eviction and /healthz on")
 	fs.StringVar(&o.certFile, "tls-cert", "", "serving certificate (PEM); required")
 	fs.StringVar(&o.keyFile, "tls-key", "", "serving key (PEM); required")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
 	fs.StringVar(&o.domain, "domain", defaults.Domain, "resource name domain: <domain>/mig-<profile>")
+	fs.StringVar(&o.agentUser, "agent-user", readmit.DefaultAgentUser, "the node agent's user name, whose evictions /validate-eviction limits to its own node")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.format, "log-format", "text", "log format: text or json")
 	return fs
@@ -75,6 +77,8 @@ func run(args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mutate", readmit.NewWebhook(readmit.WebhookConfig{Recommendations: readmit.Store{Client: cs},
 		Domain: o.domain, Logger: log}))
+	mux.Handle("/validate-eviction", readmit.NewEvictionGuard(readmit.EvictionGuardConfig{Pods: cs.CoreV1(),
+		Users: []string{o.agentUser}, Logger: log}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}
@@ -86,7 +90,7 @@ func run(args []string) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	log.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": o.domain}).Info("migpro-admission serving")
+	log.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": o.domain, "agent_user": o.agentUser}).Info("migpro-admission serving")
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

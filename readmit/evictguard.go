@@ -1,0 +1,114 @@
+package readmit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// DefaultAgentUser is the node agent's identity (ServiceAccount migpro-agent
+// in migpro-system), the one EvictionGuard limits.
+const DefaultAgentUser = "system:serviceaccount:migpro-system:migpro-agent"
+
+// NodeNameExtra is the user-info extra in which the API server names the
+// node a ServiceAccount token is bound to (a token bound to a pod, as a
+// DaemonSet pod's projected token is, or to a node).
+const NodeNameExtra = "authentication.kubernetes.io/node-name"
+
+// EvictionGuardConfig configures an EvictionGuard.
+type EvictionGuardConfig struct {
+	// Pods reads the pod an eviction targets (needs get on pods).
+	Pods typedcorev1.PodsGetter
+	// Users are the identities limited to their own node (default
+	// DefaultAgentUser). Evictions by anyone else are allowed: the
+	// webhook's matchConditions normally keep them from reaching it.
+	Users  []string
+	Logger logrus.FieldLogger // default logrus.StandardLogger()
+	// LookupTimeout bounds the pod read (default 2 s), under the webhook's
+	// timeoutSeconds.
+	LookupTimeout time.Duration
+}
+
+// EvictionGuard is the validating admission handler for CREATE on
+// pods/eviction: it lets the node agent evict only pods bound to the node
+// its token is bound to. An eviction's admission request carries the
+// Eviction, not the pod, so the guard reads the pod and compares its
+// spec.nodeName with the node the API server put in the request's user info
+// (NodeNameExtra). A request without that node, or for a pod it cannot
+// read, is refused; a pod that does not exist is allowed (the API server
+// then answers 404 itself).
+type EvictionGuard struct{ cfg EvictionGuardConfig }
+
+// NewEvictionGuard returns the handler for the /validate-eviction path.
+func NewEvictionGuard(cfg EvictionGuardConfig) *EvictionGuard {
+	if len(cfg.Users) == 0 {
+		cfg.Users = []string{DefaultAgentUser}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	if cfg.LookupTimeout == 0 {
+		cfg.LookupTimeout = 2 * time.Second
+	}
+	return &EvictionGuard{cfg: cfg}
+}
+
+// ServeHTTP answers an AdmissionReview (see Webhook.ServeHTTP).
+func (g *EvictionGuard) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	serveReview(rw, r, g.cfg.Logger, "eviction guard", g.Review)
+}
+
+// Review decides one admission request.
+func (g *EvictionGuard) Review(ctx context.Context, req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
+	defer func() {
+		if p := recover(); p != nil { // refuse, never crash
+			g.cfg.Logger.WithField("panic", fmt.Sprint(p)).Error("eviction guard: internal error; eviction refused")
+			resp = deny(req, "migpro eviction guard: internal error")
+		}
+	}()
+	allow := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	if req.Resource.Resource != "pods" || req.SubResource != "eviction" || req.Operation != admissionv1.Create ||
+		!slices.Contains(g.cfg.Users, req.UserInfo.Username) {
+		return allow
+	}
+	log := g.cfg.Logger.WithFields(logrus.Fields{"user": req.UserInfo.Username, "pod": req.Namespace + "/" + req.Name})
+	nodes := req.UserInfo.Extra[NodeNameExtra]
+	if len(nodes) != 1 || nodes[0] == "" {
+		log.Warn("eviction guard: refused an eviction by a token bound to no node")
+		return deny(req, fmt.Sprintf("%s may evict only pods on its own node, and its token names no node (%s): use a token bound to the agent's pod",
+			req.UserInfo.Username, NodeNameExtra))
+	}
+	node := nodes[0]
+	lctx, cancel := context.WithTimeout(ctx, g.cfg.LookupTimeout)
+	defer cancel()
+	pod, err := g.cfg.Pods.Pods(req.Namespace).Get(lctx, req.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return allow
+	case err != nil:
+		log.WithError(err).Warn("eviction guard: pod unreadable; eviction refused")
+		return deny(req, fmt.Sprintf("migpro eviction guard: cannot read pod %s/%s to check its node: %v", req.Namespace, req.Name, err))
+	case pod.Spec.NodeName != node:
+		on := "is on node " + pod.Spec.NodeName
+		if pod.Spec.NodeName == "" {
+			on = "is on no node"
+		}
+		log.WithFields(logrus.Fields{"node": node, "pod_node": pod.Spec.NodeName}).Warn("eviction guard: refused an eviction of a pod on another node")
+		return deny(req, fmt.Sprintf("the migpro agent of node %s may evict only pods on its own node; pod %s/%s %s", node, req.Namespace, req.Name, on))
+	}
+	log.WithField("node", node).Debug("eviction guard: eviction of a pod on the agent's own node allowed")
+	return allow
+}
+
+func deny(req *admissionv1.AdmissionRequest, msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: false,
+		Result: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: msg}}
+}

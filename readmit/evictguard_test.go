@@ -1,0 +1,92 @@
+package readmit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// postEviction posts the AdmissionReview the API server sends for an
+// eviction (evictionRequest) to the guard.
+func postEviction(t *testing.T, srv *httptest.Server, user, node, pod string) *admissionv1.AdmissionResponse {
+	t.Helper()
+	req := evictionRequest(user, node, pod)
+	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
+	resp, err := srv.Client().Post(srv.URL, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out admissionv1.AdmissionReview
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil || out.Response.UID != req.UID {
+		t.Fatalf("review %+v %v", out, err)
+	}
+	return out.Response
+}
+
+// evictionRequest is the admission request of an eviction of team/<pod> by
+// user, with the node-name extra when node is set.
+func evictionRequest(user, node, pod string) *admissionv1.AdmissionRequest {
+	raw, _ := json.Marshal(&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}})
+	ui := authnv1.UserInfo{Username: user}
+	if node != "" {
+		ui.Extra = map[string]authnv1.ExtraValue{NodeNameExtra: {node}}
+	}
+	return &admissionv1.AdmissionRequest{UID: "ev-1", Kind: metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"},
+		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, SubResource: "eviction",
+		Name: pod, Namespace: ns, Operation: admissionv1.Create, UserInfo: ui, Object: runtime.RawExtension{Raw: raw}}
+}
+
+func TestEvictionGuardKeepsTheAgentOnItsNode(t *testing.T) {
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	cs := fake.NewClientset(pod("mine", "gpu-a"), pod("theirs", "gpu-b"), pod("pending", ""), pod("broken", "gpu-a"))
+	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "broken" {
+			return true, nil, errors.New("etcd unavailable")
+		}
+		return false, nil, nil
+	})
+	srv := httptest.NewTLSServer(NewEvictionGuard(EvictionGuardConfig{Pods: cs.CoreV1(), Logger: quietLogger()}))
+	t.Cleanup(srv.Close)
+
+	for _, c := range []struct {
+		what, user, node, pod string
+		allowed               bool
+		msg                   string
+	}{
+		{"its own node's pod", DefaultAgentUser, "gpu-a", "mine", true, ""},
+		{"another node's pod", DefaultAgentUser, "gpu-a", "theirs", false, "the migpro agent of node gpu-a may evict only pods on its own node; pod team/theirs is on node gpu-b"},
+		{"an unscheduled pod", DefaultAgentUser, "gpu-a", "pending", false, "pod team/pending is on no node"},
+		{"a token bound to no node", DefaultAgentUser, "", "mine", false, "its token names no node"},
+		{"a pod it cannot read", DefaultAgentUser, "gpu-a", "broken", false, "cannot read pod team/broken"},
+		{"a pod that does not exist", DefaultAgentUser, "gpu-a", "gone", true, ""},
+		{"another user", "system:serviceaccount:kube-system:admin", "", "theirs", true, ""},
+	} {
+		r := postEviction(t, srv, c.user, c.node, c.pod)
+		if r.Allowed != c.allowed {
+			t.Errorf("%s: allowed %v, want %v (%+v)", c.what, r.Allowed, c.allowed, r.Result)
+			continue
+		}
+		if !c.allowed && (r.Result == nil || r.Result.Code != http.StatusForbidden || !strings.Contains(r.Result.Message, c.msg)) {
+			t.Errorf("%s: result %+v, want 403 saying %q", c.what, r.Result, c.msg)
+		}
+	}
+}
