@@ -53,6 +53,16 @@ func (a *Agent) OnMark(fn func(Mark)) {
 	a.watch.mu.Unlock()
 }
 
+// OnFailOpen subscribes fn to every container the hook let start without
+// telemetry (fail-open), with its registration and the hook's reason. The
+// agent has already logged one line for it. Call it before Run.
+func (a *Agent) OnFailOpen(fn func(c telemetry.Registration, reason string)) {
+	if a.watch == nil {
+		return
+	}
+	a.watch.svc.OnFailOpen(fn)
+}
+
 // watched is what the predictor feed needs per container.
 type watched struct {
 	first          time.Time

@@ -70,6 +70,28 @@ func (c Client) Deregister(id string) error {
 	return nil
 }
 
+// FailOpen tells the agent that registered container id starts without
+// telemetry, and why: the agent ends the registration, logs it and, on a
+// cluster, records an Event on the pod. An agent without this endpoint
+// answers 404 or 405; the caller then deregisters instead.
+func (c Client) FailOpen(id, reason string) error {
+	if err := ValidID(id); err != nil {
+		return err
+	}
+	body, err := json.Marshal(telemetryapi.FailOpen{Reason: reason})
+	if err != nil {
+		return fmt.Errorf("encoding fail-open report: %w", err)
+	}
+	code, resp, err := c.do("POST", "/v1/containers/"+url.PathEscape(id)+"/fail-open", body)
+	if err != nil {
+		return err
+	}
+	if code != 204 {
+		return fmt.Errorf("%w: reporting fail-open of %s: agent answered %d: %s", ErrAgent, id, code, apiMessage(resp))
+	}
+	return nil
+}
+
 func apiMessage(b []byte) string {
 	var e struct {
 		Error string `json:"error"`

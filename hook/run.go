@@ -110,9 +110,14 @@ func Run(cfg Config, stdin io.Reader) (Result, error) {
 		SocketDir: ep.Dir, ShimHostPath: cfg.ShimHostPath,
 	})
 	if err != nil {
-		// Leave no half-made state at the agent.
-		if derr := client.Deregister(st.ID); derr != nil {
-			cfg.Logf("migpro-hook: container %q: undoing registration: %v", st.ID, derr)
+		// Leave no half-made state at the agent. A container that starts
+		// without telemetry is reported as such: the agent ends the
+		// registration itself and records an Event on the pod.
+		failOpen := !cfg.FailClosed && !errors.Is(err, ErrUnsafeRootfs)
+		if !failOpen || client.FailOpen(st.ID, err.Error()) != nil {
+			if derr := client.Deregister(st.ID); derr != nil {
+				cfg.Logf("migpro-hook: container %q: undoing registration: %v", st.ID, derr)
+			}
 		}
 		if errors.Is(err, ErrUnsafeRootfs) {
 			return res, err

@@ -14,6 +14,8 @@ const MaxRequestBytes = 64 << 10
 //
 //	POST   /v1/containers               register (body: Registration) → 201 Endpoint
 //	DELETE /v1/containers/{id}          deregister → 204
+//	POST   /v1/containers/{id}/fail-open  the hook let it start without
+//	                                    telemetry (body: FailOpen) → 204
 //	GET    /v1/containers/{id}/samples  the series → 200 []Sample
 //	GET    /v1/top                      → 200 Top
 //
@@ -28,6 +30,7 @@ func (s *Service) Handler() http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /v1/containers/{id}/fail-open", s.handleFailOpen)
 	mux.HandleFunc("GET /v1/containers/{id}/samples", func(w http.ResponseWriter, r *http.Request) {
 		smp := s.Samples(r.PathValue("id"))
 		if smp == nil {
@@ -62,6 +65,21 @@ func (s *Service) handleRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, ep)
+}
+
+func (s *Service) handleFailOpen(w http.ResponseWriter, r *http.Request) {
+	var f FailOpen
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{"decoding fail-open report: " + err.Error()})
+		return
+	}
+	if err := s.ReportFailOpen(r.PathValue("id"), f.Reason); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 type apiError struct {

@@ -144,8 +144,9 @@ type Service struct {
 	realClock bool // cfg.now is time.Now, so ingest may reuse its clock read
 	st        stats
 	subs      atomic.Pointer[[]func(string, Sample)]
-	subMu     sync.Mutex // serialises OnSample writers; guards ends
+	subMu     sync.Mutex // serialises OnSample writers; guards ends and failOpens
 	ends      []func(Registration, uint64)
+	failOpens []func(Registration, string)
 
 	mu         sync.RWMutex
 	containers map[string]*container

@@ -6,13 +6,16 @@
 //     advertise;
 //   - readmission (package readmit): a pod whose container the predictor
 //     marks gets its recommendation stored and is evicted, so its controller
-//     recreates it on the larger profile.
+//     recreates it on the larger profile;
+//   - fail-open Events (failopen.go): a pod whose container the hook let
+//     start without telemetry gets a Warning Event (TelemetryFailOpen)
+//     saying so, once the agent has checked the pod is on its node.
 //
 // At start it also refuses to run beside another device plugin that
 // advertises MIG resources on the node, and labels the node with its GPUs'
 // static facts (labels.go); both need get and patch on nodes.
 //
-// Both run under the agent's Run context: when the agent stops, eviction
+// All of it runs under the agent's Run context: when the agent stops, eviction
 // retries stop with it.
 //
 // The link is on when a kubeconfig is given or the agent runs in a pod, a

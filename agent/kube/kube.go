@@ -77,11 +77,14 @@ func New(opts ...Option) agent.ClusterFunc {
 
 // link is cluster demand and readmission for one agent.
 type link struct {
-	a      *agent.Agent
-	log    logrus.FieldLogger
-	demand *demand.Source
-	marker *readmit.Marker
-	marks  chan agent.Mark
+	a         *agent.Agent
+	log       logrus.FieldLogger
+	cs        Client
+	node      string
+	demand    *demand.Source
+	marker    *readmit.Marker
+	marks     chan agent.Mark
+	failOpens chan failOpen
 }
 
 // markQueue bounds the marks waiting for readmission. A mark comes once per
@@ -126,10 +129,12 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster demand: %w", err)
 	}
-	l := &link{a: a, log: log, demand: src, marks: make(chan agent.Mark, markQueue),
+	l := &link{a: a, log: log, cs: cs, node: cfg.NodeName, demand: src, marks: make(chan agent.Mark, markQueue),
+		failOpens: make(chan failOpen, markQueue),
 		marker: readmit.NewMarker(cs, readmit.WithDomain(cfg.Domain), readmit.WithNodeName(cfg.NodeName),
 			readmit.WithLogger(a.Logger().WithField("component", "readmit")))}
 	a.OnMark(l.queue)
+	a.OnFailOpen(l.queueFailOpen)
 	log.WithFields(logrus.Fields{"node": cfg.NodeName, "server": host}).Info("cluster demand and readmission on")
 	return l, nil
 }
@@ -164,9 +169,9 @@ func (l *link) queue(m agent.Mark) {
 	}
 }
 
-// Run serves cluster demand and readmits marked pods until ctx ends. Each
-// readmission runs on its own, because one may wait long on a
-// PodDisruptionBudget, but all of them end with ctx.
+// Run serves cluster demand, readmits marked pods and records the Events of
+// fail-opens until ctx ends. Each readmission runs on its own, because one
+// may wait long on a PodDisruptionBudget, but all of them end with ctx.
 func (l *link) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return l.demand.Run(ctx) })
@@ -177,6 +182,8 @@ func (l *link) Run(ctx context.Context) error {
 				return nil
 			case m := <-l.marks:
 				g.Go(func() error { l.readmit(ctx, m); return nil })
+			case f := <-l.failOpens:
+				l.recordFailOpen(ctx, f)
 			}
 		}
 	})

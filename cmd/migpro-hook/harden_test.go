@@ -22,6 +22,8 @@ func TestBinaryReadOnlyRootfsFailsOpen(t *testing.T) {
 	}
 	bin := hookBinary(t)
 	s, sock := telemetrytest.Serve(t)
+	var reported []string
+	s.OnFailOpen(func(r telemetryapi.Registration, reason string) { reported = append(reported, r.ID+": "+reason) })
 	rootfs := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", rootfs).CombinedOutput(); err != nil {
 		t.Fatalf("mount: %v %s", err, out)
@@ -48,6 +50,10 @@ func TestBinaryReadOnlyRootfsFailsOpen(t *testing.T) {
 	}
 	if len(s.Top().Containers) != 0 {
 		t.Fatal("registration left behind")
+	}
+	// The agent was told, so it can log it and record an Event on the pod.
+	if len(reported) != 1 || !strings.HasPrefix(reported[0], "ro: ") || !strings.Contains(reported[0], "read-only") {
+		t.Fatalf("fail-open reports %q, want one for ro naming the read-only file system", reported)
 	}
 }
 

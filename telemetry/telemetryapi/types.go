@@ -120,3 +120,15 @@ type TopEntry struct {
 type Top struct {
 	Containers []TopEntry `json:"containers"`
 }
+
+// FailOpen is the body of POST /v1/containers/{id}/fail-open: the hook
+// could not set up a registered container's telemetry and lets it start
+// without (fail-open). The agent ends the registration, logs one line and,
+// on a cluster, records an Event on the container's pod.
+type FailOpen struct {
+	// Reason is the hook's error, one line.
+	Reason string `json:"reason"`
+}
+
+// MaxFailOpenReason bounds the reason the agent keeps, in bytes.
+const MaxFailOpenReason = 512
