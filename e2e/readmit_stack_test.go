@@ -112,6 +112,9 @@ func (st *readmitStack) checkReplacement(t *testing.T, cl *harness.Cluster, old 
 	if !strings.Contains(repl.Annotations[readmit.AnnotationReadmitted], res2g10) {
 		t.Errorf("replacement annotations %v", repl.Annotations)
 	}
+	if !strings.Contains(readFile(st.admLog), "eviction of a pod on the agent's own node allowed") {
+		t.Errorf("the eviction guard did not see the eviction:\n%s", readFile(st.admLog))
+	}
 	if !strings.Contains(readFile(st.admLog), "MIG request rewritten") {
 		t.Errorf("the webhook's log has no rewrite:\n%s", readFile(st.admLog))
 	}
