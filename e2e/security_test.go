@@ -240,6 +240,16 @@ func checkEvictionGuard(t *testing.T, cl *harness.Cluster, agent, unbound kubern
 	} else {
 		t.Logf("eviction with a token bound to no node: refused: %v", err)
 	}
+	// The DaemonSet's agent authenticates with its pod's projected token,
+	// bound to the pod: the API server names the pod's node for it too.
+	podAgent := podBoundAgent(t, cl, "gpu-a")
+	err = evict(podAgent, "on-b", true)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("eviction of a pod on another node with a pod-bound token: %v, want forbidden saying %q", err, want)
+	}
+	if err := evict(podAgent, "on-a", true); err != nil {
+		t.Errorf("(dry-run) eviction of a pod on its own node with a pod-bound token: %v, want allowed", err)
+	}
 	if err := evict(agent, "on-a", false); err != nil {
 		t.Errorf("eviction of a pod on the agent's own node: %v, want allowed", err)
 	}
@@ -272,19 +282,46 @@ func nodeBoundAgent(t *testing.T, cl *harness.Cluster, nodeName string) kubernet
 	if err != nil {
 		t.Fatalf("node-bound token: %v", err)
 	}
+	return tokenClient(t, cl, "migpro-agent-"+nodeName, tok.Status.Token)
+}
+
+// tokenClient writes a kubeconfig <name>.kubeconfig with token and returns
+// its clientset.
+func tokenClient(t *testing.T, cl *harness.Cluster, name, token string) kubernetes.Interface {
+	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cl.Server, CertificateAuthority: cl.CAFile}
-	kc.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "agent"}
 	kc.CurrentContext = "e2e"
-	path := filepath.Join(cl.Dir, "migpro-agent-"+nodeName+".kubeconfig")
+	path := filepath.Join(cl.Dir, name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatal(err)
-	}
 	return cl.Clientset(t, path)
+}
+
+// podBoundAgent returns a clientset for the migpro-agent ServiceAccount
+// with a token bound to a pod of that account on the node, as the
+// DaemonSet's projected token is.
+func podBoundAgent(t *testing.T, cl *harness.Cluster, nodeName string) kubernetes.Interface {
+	t.Helper()
+	ctx := context.Background()
+	no := false
+	pod, err := cl.Client.CoreV1().Pods("migpro-system").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "migpro-agent-" + nodeName, Namespace: "migpro-system"},
+		Spec: corev1.PodSpec{NodeName: nodeName, ServiceAccountName: "migpro-agent", AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{Name: "agent", Image: "migpro-agent:e2e"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("agent pod: %v", err)
+	}
+	tok, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").CreateToken(ctx, "migpro-agent",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600),
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("pod-bound token: %v", err)
+	}
+	return tokenClient(t, cl, "migpro-agent-pod-"+nodeName, tok.Status.Token)
 }
 
 // TestHookPodmanReadOnlyRootfs: `podman run --read-only` with the hook was
