@@ -193,13 +193,23 @@ func checkEvictionGuard(t *testing.T, cl *harness.Cluster, agent, unbound kubern
 			return err
 		})
 	}
-	evict := func(cs kubernetes.Interface, name string, dryRun bool) error {
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}}
+	// evict evicts team/<name> as the agent does: with the pod's UID as a
+	// precondition (none when noUID).
+	evictAs := func(cs kubernetes.Interface, name string, dryRun, noUID bool) error {
+		p, err := cl.Client.CoreV1().Pods("team").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}, DeleteOptions: &metav1.DeleteOptions{}}
+		if !noUID {
+			ev.DeleteOptions.Preconditions = &metav1.Preconditions{UID: &p.UID}
+		}
 		if dryRun {
-			ev.DeleteOptions = &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+			ev.DeleteOptions.DryRun = []string{metav1.DryRunAll}
 		}
 		return cs.CoreV1().Pods("team").EvictV1(ctx, ev)
 	}
+	evict := func(cs kubernetes.Interface, name string, dryRun bool) error { return evictAs(cs, name, dryRun, false) }
 	// Without the guard, RBAC alone lets the agent evict a pod on another
 	// node (dry run: the pod stays).
 	if err := evict(agent, "on-b", true); err != nil {
@@ -239,6 +249,12 @@ func checkEvictionGuard(t *testing.T, cl *harness.Cluster, agent, unbound kubern
 		t.Errorf("eviction with a token bound to no node: %v, want forbidden", err)
 	} else {
 		t.Logf("eviction with a token bound to no node: refused: %v", err)
+	}
+	// Without the pod's UID as a precondition, the guard would check one pod
+	// and the API server might evict another of the same name.
+	err = evictAs(agent, "on-a", true, true)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "must carry the pod's UID as a precondition") {
+		t.Errorf("eviction without the pod's UID: %v, want forbidden", err)
 	}
 	// The DaemonSet's agent authenticates with its pod's projected token,
 	// bound to the pod: the API server names the pod's node for it too.

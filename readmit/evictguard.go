@@ -2,6 +2,7 @@ package readmit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -42,9 +45,10 @@ type EvictionGuardConfig struct {
 // its token is bound to. An eviction's admission request carries the
 // Eviction, not the pod, so the guard reads the pod and compares its
 // spec.nodeName with the node the API server put in the request's user info
-// (NodeNameExtra). A request without that node, or for a pod it cannot
-// read, is refused; a pod that does not exist is allowed (the API server
-// then answers 404 itself).
+// (NodeNameExtra). The Eviction must also carry the pod's UID as a
+// precondition, so the pod evicted is the pod checked. A request without
+// that node or that UID, or for a pod it cannot read, is refused; a pod
+// that does not exist is allowed (the API server then answers 404 itself).
 type EvictionGuard struct{ cfg EvictionGuardConfig }
 
 // NewEvictionGuard returns the handler for the /validate-eviction path.
@@ -96,6 +100,10 @@ func (g *EvictionGuard) Review(ctx context.Context, req *admissionv1.AdmissionRe
 	case err != nil:
 		log.WithError(err).Warn("eviction guard: pod unreadable; eviction refused")
 		return deny(req, fmt.Sprintf("migpro eviction guard: cannot read pod %s/%s to check its node: %v", req.Namespace, req.Name, err))
+	case !carriesUID(req, pod):
+		log.WithField("pod_uid", string(pod.UID)).Warn("eviction guard: refused an eviction without the pod's UID as a precondition")
+		return deny(req, fmt.Sprintf("an eviction by the migpro agent must carry the pod's UID as a precondition (deleteOptions.preconditions.uid %s): pod %s/%s is checked, not whatever pod later has its name",
+			pod.UID, req.Namespace, req.Name))
 	case pod.Spec.NodeName != node:
 		on := "is on node " + pod.Spec.NodeName
 		if pod.Spec.NodeName == "" {
@@ -106,6 +114,18 @@ func (g *EvictionGuard) Review(ctx context.Context, req *admissionv1.AdmissionRe
 	}
 	log.WithField("node", node).Debug("eviction guard: eviction of a pod on the agent's own node allowed")
 	return allow
+}
+
+// carriesUID reports whether the Eviction requires the pod's UID, so the
+// API server evicts only the pod the guard checked, never one recreated
+// under its name on another node meanwhile.
+func carriesUID(req *admissionv1.AdmissionRequest, pod *corev1.Pod) bool {
+	var ev policyv1.Eviction
+	if err := json.Unmarshal(req.Object.Raw, &ev); err != nil {
+		return false
+	}
+	o := ev.DeleteOptions
+	return o != nil && o.Preconditions != nil && o.Preconditions.UID != nil && *o.Preconditions.UID == pod.UID
 }
 
 func deny(req *admissionv1.AdmissionRequest, msg string) *admissionv1.AdmissionResponse {

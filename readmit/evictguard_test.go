@@ -15,15 +15,15 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
 // postEviction posts the AdmissionReview the API server sends for an
 // eviction (evictionRequest) to the guard.
-func postEviction(t *testing.T, srv *httptest.Server, user, node, pod string) *admissionv1.AdmissionResponse {
+func postEviction(t *testing.T, srv *httptest.Server, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	t.Helper()
-	req := evictionRequest(user, node, pod)
 	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
 	resp, err := srv.Client().Post(srv.URL, "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -43,7 +43,17 @@ func postEviction(t *testing.T, srv *httptest.Server, user, node, pod string) *a
 // evictionRequest is the admission request of an eviction of team/<pod> by
 // user, with the node-name extra when node is set.
 func evictionRequest(user, node, pod string) *admissionv1.AdmissionRequest {
-	raw, _ := json.Marshal(&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}})
+	return evictionRequestUID(user, node, pod, types.UID("uid-"+pod))
+}
+
+// evictionRequestUID is evictionRequest with uid as the precondition, or
+// none when uid is empty.
+func evictionRequestUID(user, node, pod string, uid types.UID) *admissionv1.AdmissionRequest {
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}}
+	if uid != "" {
+		ev.DeleteOptions = &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	}
+	raw, _ := json.Marshal(ev)
 	ui := authnv1.UserInfo{Username: user}
 	if node != "" {
 		ui.Extra = map[string]authnv1.ExtraValue{NodeNameExtra: {node}}
@@ -55,7 +65,7 @@ func evictionRequest(user, node, pod string) *admissionv1.AdmissionRequest {
 
 func TestEvictionGuardKeepsTheAgentOnItsNode(t *testing.T) {
 	pod := func(name, node string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{NodeName: node}}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}, Spec: corev1.PodSpec{NodeName: node}}
 	}
 	cs := fake.NewClientset(pod("mine", "gpu-a"), pod("theirs", "gpu-b"), pod("pending", ""), pod("broken", "gpu-a"))
 	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -71,16 +81,26 @@ func TestEvictionGuardKeepsTheAgentOnItsNode(t *testing.T) {
 		what, user, node, pod string
 		allowed               bool
 		msg                   string
+		uid                   types.UID // the precondition; default uid-<pod>
 	}{
-		{"its own node's pod", DefaultAgentUser, "gpu-a", "mine", true, ""},
-		{"another node's pod", DefaultAgentUser, "gpu-a", "theirs", false, "the migpro agent of node gpu-a may evict only pods on its own node; pod team/theirs is on node gpu-b"},
-		{"an unscheduled pod", DefaultAgentUser, "gpu-a", "pending", false, "pod team/pending is on no node"},
-		{"a token bound to no node", DefaultAgentUser, "", "mine", false, "its token names no node"},
-		{"a pod it cannot read", DefaultAgentUser, "gpu-a", "broken", false, "cannot read pod team/broken"},
-		{"a pod that does not exist", DefaultAgentUser, "gpu-a", "gone", true, ""},
-		{"another user", "system:serviceaccount:kube-system:admin", "", "theirs", true, ""},
+		{"its own node's pod without a UID precondition", DefaultAgentUser, "gpu-a", "mine", false, "must carry the pod's UID as a precondition", "none"},
+		{"its own node's pod with another pod's UID", DefaultAgentUser, "gpu-a", "mine", false, "must carry the pod's UID as a precondition", "uid-theirs"},
+		{"its own node's pod", DefaultAgentUser, "gpu-a", "mine", true, "", ""},
+		{"another node's pod", DefaultAgentUser, "gpu-a", "theirs", false, "the migpro agent of node gpu-a may evict only pods on its own node; pod team/theirs is on node gpu-b", ""},
+		{"an unscheduled pod", DefaultAgentUser, "gpu-a", "pending", false, "pod team/pending is on no node", ""},
+		{"a token bound to no node", DefaultAgentUser, "", "mine", false, "its token names no node", ""},
+		{"a pod it cannot read", DefaultAgentUser, "gpu-a", "broken", false, "cannot read pod team/broken", ""},
+		{"a pod that does not exist", DefaultAgentUser, "gpu-a", "gone", true, "", ""},
+		{"another user", "system:serviceaccount:kube-system:admin", "", "theirs", true, "", ""},
 	} {
-		r := postEviction(t, srv, c.user, c.node, c.pod)
+		uid := c.uid
+		switch uid {
+		case "":
+			uid = types.UID("uid-" + c.pod)
+		case "none":
+			uid = ""
+		}
+		r := postEviction(t, srv, evictionRequestUID(c.user, c.node, c.pod, uid))
 		if r.Allowed != c.allowed {
 			t.Errorf("%s: allowed %v, want %v (%+v)", c.what, r.Allowed, c.allowed, r.Result)
 			continue

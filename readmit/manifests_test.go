@@ -132,7 +132,7 @@ func TestEvictionGuardManifest(t *testing.T) {
 	role := clusterRole(t, path, "migpro-admission")
 	cs := fake.NewClientset(testPod(true))
 	g := NewEvictionGuard(EvictionGuardConfig{Pods: cs.CoreV1(), Logger: quietLogger()})
-	req := evictionRequest(DefaultAgentUser, theNode, testPod(true).Name)
+	req := evictionRequestUID(DefaultAgentUser, theNode, testPod(true).Name, podUID)
 	if r := g.Review(context.Background(), req); !r.Allowed {
 		t.Fatalf("own node's pod refused: %+v", r.Result)
 	}
