@@ -21,7 +21,7 @@ import (
 )
 
 // postEviction posts the AdmissionReview the API server sends for an
-// eviction (evictionRequest) to the guard.
+// eviction (evictionRequestUID) to the guard.
 func postEviction(t *testing.T, srv *httptest.Server, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	t.Helper()
 	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
@@ -40,14 +40,9 @@ func postEviction(t *testing.T, srv *httptest.Server, req *admissionv1.Admission
 	return out.Response
 }
 
-// evictionRequest is the admission request of an eviction of team/<pod> by
-// user, with the node-name extra when node is set.
-func evictionRequest(user, node, pod string) *admissionv1.AdmissionRequest {
-	return evictionRequestUID(user, node, pod, types.UID("uid-"+pod))
-}
-
-// evictionRequestUID is evictionRequest with uid as the precondition, or
-// none when uid is empty.
+// evictionRequestUID is the admission request of an eviction of team/<pod>
+// by user, with the node-name extra when node is set, and uid as the
+// precondition (none when uid is empty).
 func evictionRequestUID(user, node, pod string, uid types.UID) *admissionv1.AdmissionRequest {
 	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns}}
 	if uid != "" {
