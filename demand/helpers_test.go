@@ -177,8 +177,8 @@ type testSource struct {
 func newTestSource(t *testing.T, cs *fake.Clientset, node string, prov Provisioner) *testSource {
 	t.Helper()
 	ts := &testSource{cs: cs, now: t0}
-	s, err := New(Config{Client: cs, NodeName: node, Domain: "nvidia.com", Resources: testResources,
-		Provisioner: prov, Logger: quietLogger(), Now: func() time.Time { return ts.now }})
+	s, err := New(cs, node, prov, WithResources(testResources), WithLogger(quietLogger()),
+		WithClock(func() time.Time { return ts.now }))
 	if err != nil {
 		t.Fatal(err)
 	}

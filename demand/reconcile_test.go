@@ -301,8 +301,7 @@ func TestNodeThatWouldNotBeChosenDoesNotClaim(t *testing.T) {
 func TestRunWatchesPods(t *testing.T) {
 	cs, _ := casClient(t, readyNode("node-a"))
 	prov := newProv(nil, map[string]int{"1g.5gb": 7})
-	s, err := New(Config{Client: cs, NodeName: "node-a", Domain: "nvidia.com", Resources: testResources,
-		Provisioner: prov, Logger: quietLogger(), Events: true})
+	s, err := New(cs, "node-a", prov, WithResources(testResources), WithLogger(quietLogger()), WithEvents(true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Reserved counts, by profile, the idle instances already spoken for by this
@@ -51,44 +53,68 @@ type CoreClient interface {
 	CoreV1() typedcorev1.CoreV1Interface
 }
 
-// Config configures a Source.
-type Config struct {
-	// Client talks to the API server.
-	Client CoreClient
-	// NodeName is this node's name as the API server knows it.
-	NodeName string
-	// Domain prefixes MIG resource names: <Domain>/mig-<profile>.
-	Domain string
-	// Resources maps each resource this node can provide to its profile,
-	// e.g. "nvidia.com/mig-1g.10gb.me" -> "1g.10gb+me". A pod that asks for
-	// a <Domain>/mig-* resource outside this map is left to other nodes.
-	Resources map[corev1.ResourceName]string
-	// Provisioner makes the instances.
+// config is what New assembles from its arguments and options.
+type config struct {
+	Client      CoreClient
+	NodeName    string
 	Provisioner Provisioner
-	Logger      logrus.FieldLogger
 
-	// ClaimTimeout: a claim not provisioned within it may be taken over
-	// (default 1 min).
-	ClaimTimeout time.Duration
-	// ScheduleTimeout: a provisioned claim whose pod is still pending after
-	// it may be taken over (default 3 min); the claimer itself gives it up.
+	Domain          string
+	Resources       map[corev1.ResourceName]string
+	Logger          logrus.FieldLogger
+	ClaimTimeout    time.Duration
 	ScheduleTimeout time.Duration
-	// Backoff is how long a node leaves a pod alone after giving it up
-	// (default 30 s).
-	Backoff time.Duration
-	// Resync is the period of a full pass besides the watch events, for
-	// timeouts and for instances freed on the node (default 5 s).
-	Resync time.Duration
-	// Events, when true, records Kubernetes Events on the pods (needs
-	// create on events; failures are only logged).
-	Events bool
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	Backoff         time.Duration
+	Resync          time.Duration
+	Events          bool
+	Now             func() time.Time
 }
+
+// Option configures a Source.
+type Option func(*config)
+
+// WithDomain sets the domain prefixing MIG resource names,
+// <domain>/mig-<profile> (default defaults.Domain).
+func WithDomain(d string) Option { return func(c *config) { c.Domain = d } }
+
+// WithResources maps each resource this node can provide to its profile,
+// e.g. "nvidia.com/mig-1g.10gb.me" -> "1g.10gb+me". A pod that asks for a
+// <domain>/mig-* resource outside this map is left to other nodes.
+func WithResources(r map[corev1.ResourceName]string) Option {
+	return func(c *config) { c.Resources = r }
+}
+
+// WithLogger sets the logger (default logrus's standard logger).
+func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.Logger = l } }
+
+// WithClaimTimeout: a claim not provisioned within d may be taken over
+// (default 1 min).
+func WithClaimTimeout(d time.Duration) Option { return func(c *config) { c.ClaimTimeout = d } }
+
+// WithScheduleTimeout: a provisioned claim whose pod is still pending after d
+// may be taken over (default 3 min); the claimer itself gives it up.
+func WithScheduleTimeout(d time.Duration) Option {
+	return func(c *config) { c.ScheduleTimeout = d }
+}
+
+// WithBackoff sets how long a node leaves a pod alone after giving it up
+// (default 30 s).
+func WithBackoff(d time.Duration) Option { return func(c *config) { c.Backoff = d } }
+
+// WithResync sets the period of a full pass besides the watch events, for
+// timeouts and for instances freed on the node (default 5 s).
+func WithResync(d time.Duration) Option { return func(c *config) { c.Resync = d } }
+
+// WithEvents records Kubernetes Events on the pods (needs create on events;
+// failures are only logged).
+func WithEvents(on bool) Option { return func(c *config) { c.Events = on } }
+
+// WithClock sets the clock (default time.Now).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.Now = now } }
 
 // Source watches pending pods and provisions for the ones it claims.
 type Source struct {
-	cfg      Config
+	cfg      config
 	log      logrus.FieldLogger
 	recorder record.EventRecorder
 
@@ -107,8 +133,13 @@ type patched struct {
 	pod   *corev1.Pod
 }
 
-// New checks cfg and returns a Source ready to Run.
-func New(cfg Config) (*Source, error) {
+// New returns a Source ready to Run for the node nodeName: client talks to
+// the API server and prov makes the instances.
+func New(client CoreClient, nodeName string, prov Provisioner, opts ...Option) (*Source, error) {
+	cfg := config{Client: client, NodeName: nodeName, Provisioner: prov, Domain: defaults.Domain}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	switch {
 	case cfg.Client == nil:
 		return nil, errors.New("demand: no API client")

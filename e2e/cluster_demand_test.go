@@ -327,8 +327,8 @@ func TestClusterDemandClaimRace(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		provs[n] = &countingProv{idle: map[string]int{}}
-		src, err := demand.New(demand.Config{Client: cl.Client, NodeName: n, Domain: "nvidia.com",
-			Resources: map[corev1.ResourceName]string{migResource: "1g.5gb"}, Provisioner: provs[n], Resync: 200 * time.Millisecond, Logger: log})
+		src, err := demand.New(cl.Client, n, provs[n], demand.WithDomain("nvidia.com"),
+			demand.WithResources(map[corev1.ResourceName]string{migResource: "1g.5gb"}), demand.WithResync(200*time.Millisecond), demand.WithLogger(log))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -124,8 +124,8 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 	for _, p := range a.Partitioner().Profiles() {
 		resources[corev1.ResourceName(defaults.ResourceName(cfg.Domain, p))] = p
 	}
-	src, err := demand.New(demand.Config{Client: cs, NodeName: cfg.NodeName, Domain: cfg.Domain,
-		Resources: resources, Provisioner: a.ClusterProvisioner(), Logger: a.Logger(), Resync: cfg.TrackEvery, Events: true})
+	src, err := demand.New(cs, cfg.NodeName, a.ClusterProvisioner(), demand.WithDomain(cfg.Domain),
+		demand.WithResources(resources), demand.WithLogger(a.Logger()), demand.WithResync(cfg.TrackEvery), demand.WithEvents(true))
 	if err != nil {
 		return nil, fmt.Errorf("cluster demand: %w", err)
 	}
