@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -26,20 +25,6 @@ const DefaultAgentUser = "system:serviceaccount:migpro-system:migpro-agent"
 // DaemonSet pod's projected token is, or to a node).
 const NodeNameExtra = "authentication.kubernetes.io/node-name"
 
-// EvictionGuardConfig configures an EvictionGuard.
-type EvictionGuardConfig struct {
-	// Pods reads the pod an eviction targets (needs get on pods).
-	Pods typedcorev1.PodsGetter
-	// Users are the identities limited to their own node (default
-	// DefaultAgentUser). Evictions by anyone else are allowed: the
-	// webhook's matchConditions normally keep them from reaching it.
-	Users  []string
-	Logger logrus.FieldLogger // default logrus.StandardLogger()
-	// LookupTimeout bounds the pod read (default 2 s), under the webhook's
-	// timeoutSeconds.
-	LookupTimeout time.Duration
-}
-
 // EvictionGuard is the validating admission handler for CREATE on
 // pods/eviction: it lets the node agent evict only pods bound to the node
 // its token is bound to. An eviction's admission request carries the
@@ -49,41 +34,36 @@ type EvictionGuardConfig struct {
 // precondition, so the pod evicted is the pod checked. A request without
 // that node or that UID, or for a pod it cannot read, is refused; a pod
 // that does not exist is allowed (the API server then answers 404 itself).
-type EvictionGuard struct{ cfg EvictionGuardConfig }
+type EvictionGuard struct {
+	pods typedcorev1.PodsGetter
+	cfg  settings
+}
 
-// NewEvictionGuard returns the handler for the /validate-eviction path.
-func NewEvictionGuard(cfg EvictionGuardConfig) *EvictionGuard {
-	if len(cfg.Users) == 0 {
-		cfg.Users = []string{DefaultAgentUser}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = logrus.StandardLogger()
-	}
-	if cfg.LookupTimeout == 0 {
-		cfg.LookupTimeout = 2 * time.Second
-	}
-	return &EvictionGuard{cfg: cfg}
+// NewEvictionGuard returns the handler for the /validate-eviction path;
+// pods reads the pod an eviction targets (needs get on pods).
+func NewEvictionGuard(pods typedcorev1.PodsGetter, opts ...Option) *EvictionGuard {
+	return &EvictionGuard{pods: pods, cfg: newSettings(opts)}
 }
 
 // ServeHTTP answers an AdmissionReview (see Webhook.ServeHTTP).
 func (g *EvictionGuard) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	serveReview(rw, r, g.cfg.Logger, "eviction guard", g.Review)
+	serveReview(rw, r, g.cfg.log, "eviction guard", g.Review)
 }
 
 // Review decides one admission request.
 func (g *EvictionGuard) Review(ctx context.Context, req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
 	defer func() {
 		if p := recover(); p != nil { // refuse, never crash
-			g.cfg.Logger.WithField("panic", fmt.Sprint(p)).Error("eviction guard: internal error; eviction refused")
+			g.cfg.log.WithField("panic", fmt.Sprint(p)).Error("eviction guard: internal error; eviction refused")
 			resp = deny(req, "migpro eviction guard: internal error")
 		}
 	}()
 	allow := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if req.Resource.Resource != "pods" || req.SubResource != "eviction" || req.Operation != admissionv1.Create ||
-		!slices.Contains(g.cfg.Users, req.UserInfo.Username) {
+		!slices.Contains(g.cfg.agentUsers, req.UserInfo.Username) {
 		return allow
 	}
-	log := g.cfg.Logger.WithFields(logrus.Fields{"user": req.UserInfo.Username, "pod": req.Namespace + "/" + req.Name})
+	log := g.cfg.log.WithFields(logrus.Fields{"user": req.UserInfo.Username, "pod": req.Namespace + "/" + req.Name})
 	nodes := req.UserInfo.Extra[NodeNameExtra]
 	if len(nodes) != 1 || nodes[0] == "" {
 		log.Warn("eviction guard: refused an eviction by a token bound to no node")
@@ -91,9 +71,9 @@ func (g *EvictionGuard) Review(ctx context.Context, req *admissionv1.AdmissionRe
 			req.UserInfo.Username, NodeNameExtra))
 	}
 	node := nodes[0]
-	lctx, cancel := context.WithTimeout(ctx, g.cfg.LookupTimeout)
+	lctx, cancel := context.WithTimeout(ctx, g.cfg.lookupTimeout)
 	defer cancel()
-	pod, err := g.cfg.Pods.Pods(req.Namespace).Get(lctx, req.Name, metav1.GetOptions{})
+	pod, err := g.pods.Pods(req.Namespace).Get(lctx, req.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return allow

@@ -69,7 +69,7 @@ func TestEvictionGuardKeepsTheAgentOnItsNode(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	srv := httptest.NewTLSServer(NewEvictionGuard(EvictionGuardConfig{Pods: cs.CoreV1(), Logger: quietLogger()}))
+	srv := httptest.NewTLSServer(NewEvictionGuard(cs.CoreV1(), WithLogger(quietLogger())))
 	t.Cleanup(srv.Close)
 
 	for _, c := range []struct {

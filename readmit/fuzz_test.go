@@ -59,7 +59,7 @@ func TestReviewOfPlantedRecommendations(t *testing.T) {
 		cm := planted(managedLabels)
 		cm.Data[RecommendationKey] = data
 		cs, _ := newMarker(t, cm)
-		w := NewWebhook(WebhookConfig{Recommendations: Store{Client: cs}, Logger: quietLogger()})
+		w := NewWebhook(Store{Client: cs}, WithLogger(quietLogger()))
 		resp := w.Review(context.Background(), admissionRequest(t, replacement(nil)))
 		if !resp.Allowed || len(resp.Patch) != 0 || strings.Contains(strings.Join(resp.Warnings, ";"), "internal error") {
 			t.Fatalf("%q: %+v", data, resp)

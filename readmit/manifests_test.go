@@ -131,7 +131,7 @@ func TestEvictionGuardManifest(t *testing.T) {
 	path := "../deploy/kubernetes/admission.yaml"
 	role := clusterRole(t, path, "migpro-admission")
 	cs := fake.NewClientset(testPod(true))
-	g := NewEvictionGuard(EvictionGuardConfig{Pods: cs.CoreV1(), Logger: quietLogger()})
+	g := NewEvictionGuard(cs.CoreV1(), WithLogger(quietLogger()))
 	req := evictionRequestUID(DefaultAgentUser, theNode, testPod(true).Name, podUID)
 	if r := g.Review(context.Background(), req); !r.Allowed {
 		t.Fatalf("own node's pod refused: %+v", r.Result)

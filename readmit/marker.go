@@ -35,31 +35,11 @@ type Marker struct {
 	now     func() time.Time
 }
 
-// Option configures a Marker.
-type Option func(*Marker)
-
-// WithDomain sets the resource domain (default "nvidia.com").
-func WithDomain(d string) Option { return func(m *Marker) { m.domain = d } }
-
-// WithNodeName is the agent's node: marks for pods bound elsewhere are
-// ignored, and events name it as their source host.
-func WithNodeName(n string) Option { return func(m *Marker) { m.node = n } }
-
-// WithLogger sets the logger (default logrus.StandardLogger()).
-func WithLogger(l logrus.FieldLogger) Option { return func(m *Marker) { m.log = l } }
-
-// WithEvictBackoff sets how a refused (429) eviction is retried (default
-// DefaultEvictBackoff); Steps is the number of retries.
-func WithEvictBackoff(b wait.Backoff) Option { return func(m *Marker) { m.backoff = b } }
-
 // NewMarker returns a Marker that talks to the API server through client.
 func NewMarker(client Client, opts ...Option) *Marker {
-	m := &Marker{client: client, store: Store{Client: client}, domain: defaults.Domain,
-		log: logrus.StandardLogger(), backoff: DefaultEvictBackoff, now: time.Now}
-	for _, o := range opts {
-		o(m)
-	}
-	return m
+	st := newSettings(opts)
+	return &Marker{client: client, store: Store{Client: client}, domain: st.domain, node: st.node,
+		log: st.log, backoff: st.backoff, now: time.Now}
 }
 
 // Client is the part of a Kubernetes clientset readmission uses: pods,

@@ -40,7 +40,7 @@ func TestRecommendationSurvivesARollout(t *testing.T) {
 	// The next rollout's pod: another ReplicaSet of the same Deployment.
 	pod := replacement(nil)
 	pod.OwnerReferences[0].Name, pod.OwnerReferences[0].UID = "train-new", "rs-uid-2"
-	w := NewWebhook(WebhookConfig{Recommendations: Store{Client: cs}, Logger: quietLogger()})
+	w := NewWebhook(Store{Client: cs}, WithLogger(quietLogger()))
 	resp := w.Review(context.Background(), admissionRequest(t, pod))
 	if !strings.Contains(string(resp.Patch), "mig-2g.10gb") {
 		t.Fatalf("the rollout's pod was not rewritten: %s %q", resp.Patch, resp.Warnings)

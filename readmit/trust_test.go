@@ -40,7 +40,7 @@ func TestWebhookTrustsOnlyManagedConfigMaps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, _ := newMarker(t, planted(tc.labels, Rule{Container: "main", From: res1g, To: res2g}))
-			w := NewWebhook(WebhookConfig{Recommendations: Store{Client: cs}, Logger: quietLogger()})
+			w := NewWebhook(Store{Client: cs}, WithLogger(quietLogger()))
 			resp := w.Review(context.Background(), admissionRequest(t, replacement(nil)))
 			if got := len(resp.Patch) > 0; got != tc.want {
 				t.Fatalf("patched %v (%s), want %v", got, resp.Patch, tc.want)
@@ -65,7 +65,7 @@ func TestWebhookAcceptsOnlyKnownProfilesAsTarget(t *testing.T) {
 	} {
 		t.Run(to, func(t *testing.T) {
 			cs, _ := newMarker(t, planted(managedLabels, Rule{Container: "main", From: res1g, To: to}))
-			w := NewWebhook(WebhookConfig{Recommendations: Store{Client: cs}, Logger: quietLogger()})
+			w := NewWebhook(Store{Client: cs}, WithLogger(quietLogger()))
 			resp := w.Review(context.Background(), admissionRequest(t, replacement(nil)))
 			if len(resp.Patch) != 0 {
 				t.Fatalf("patched with target %q: %s", to, resp.Patch)

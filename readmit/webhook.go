@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/migpro/migpro/defaults"
 )
 
 // Recommender looks up a controller's recommendation; Store is one.
@@ -21,33 +18,18 @@ type Recommender interface {
 	Get(ctx context.Context, namespace string, c Controller) (*Recommendation, error)
 }
 
-// WebhookConfig configures a Webhook.
-type WebhookConfig struct {
-	Recommendations Recommender
-	Domain          string             // default "nvidia.com"
-	Logger          logrus.FieldLogger // default logrus.StandardLogger()
-	// LookupTimeout bounds the recommendation read (default 2 s), well under
-	// the webhook's timeoutSeconds.
-	LookupTimeout time.Duration
-}
-
 // Webhook is the mutating admission handler: on pod CREATE it rewrites the
 // MIG requests of a pod whose controller has a recommendation. It never
 // refuses a pod.
-type Webhook struct{ cfg WebhookConfig }
+type Webhook struct {
+	recs Recommender
+	cfg  settings
+}
 
-// NewWebhook returns the handler for the /mutate path.
-func NewWebhook(cfg WebhookConfig) *Webhook {
-	if cfg.Domain == "" {
-		cfg.Domain = defaults.Domain
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = logrus.StandardLogger()
-	}
-	if cfg.LookupTimeout == 0 {
-		cfg.LookupTimeout = 2 * time.Second
-	}
-	return &Webhook{cfg: cfg}
+// NewWebhook returns the handler for the /mutate path; recs gives the
+// controllers' recommendations (Store is one).
+func NewWebhook(recs Recommender, opts ...Option) *Webhook {
+	return &Webhook{recs: recs, cfg: newSettings(opts)}
 }
 
 // maxReviewBytes bounds a request body: a pod is at most about 1.5 MB in etcd.
@@ -57,7 +39,7 @@ const maxReviewBytes = 8 << 20
 // which the API server treats as a webhook failure: with failurePolicy
 // Ignore the pod is admitted unchanged.
 func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	serveReview(rw, r, w.cfg.Logger, "readmit webhook", w.Review)
+	serveReview(rw, r, w.cfg.log, "readmit webhook", w.Review)
 }
 
 // serveReview decodes an admission.k8s.io/v1 AdmissionReview, answers it
@@ -102,7 +84,7 @@ func (w *Webhook) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	resp = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	defer func() {
 		if p := recover(); p != nil { // never let a bad request take the webhook down
-			w.cfg.Logger.WithField("panic", fmt.Sprint(p)).Error("readmit webhook: internal error; pod admitted unchanged")
+			w.cfg.log.WithField("panic", fmt.Sprint(p)).Error("readmit webhook: internal error; pod admitted unchanged")
 			resp = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true,
 				Warnings: []string{"migpro-readmit: internal error; pod left unchanged"}}
 		}
@@ -112,12 +94,12 @@ func (w *Webhook) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	var pod corev1.Pod
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
-		w.cfg.Logger.WithError(err).WithField("namespace", req.Namespace).Warn("readmit webhook: unreadable pod")
+		w.cfg.log.WithError(err).WithField("namespace", req.Namespace).Warn("readmit webhook: unreadable pod")
 		resp.Warnings = []string{"migpro-readmit: could not read the pod; left unchanged"}
 		return resp
 	}
 	ctrl := metav1.GetControllerOf(&pod)
-	if ctrl == nil || !asksForMIG(&pod, w.cfg.Domain) {
+	if ctrl == nil || !asksForMIG(&pod, w.cfg.domain) {
 		return resp
 	}
 	ns := req.Namespace
@@ -125,10 +107,10 @@ func (w *Webhook) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 		ns = pod.Namespace
 	}
 	c := Controller{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID}
-	log := w.cfg.Logger.WithFields(logrus.Fields{"pod": ns + "/" + podName(&pod), "controller": c.String()})
-	lctx, cancel := context.WithTimeout(ctx, w.cfg.LookupTimeout)
+	log := w.cfg.log.WithFields(logrus.Fields{"pod": ns + "/" + podName(&pod), "controller": c.String()})
+	lctx, cancel := context.WithTimeout(ctx, w.cfg.lookupTimeout)
 	defer cancel()
-	rec, err := w.cfg.Recommendations.Get(lctx, ns, c)
+	rec, err := w.recs.Get(lctx, ns, c)
 	if err != nil {
 		log.WithError(err).Warn("readmit webhook: recommendation unreadable; pod admitted unchanged")
 		resp.Warnings = []string{"migpro-readmit: recommendation unreadable; MIG request left unchanged"}
@@ -138,7 +120,7 @@ func (w *Webhook) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 		log.Debug("readmit webhook: no recommendation for the pod's controller; unchanged")
 		return resp
 	}
-	ops, rewrites, warnings := rewritePatch(&pod, rec, w.cfg.Domain)
+	ops, rewrites, warnings := rewritePatch(&pod, rec, w.cfg.domain)
 	resp.Warnings = warnings
 	if len(ops) == 0 {
 		return resp

@@ -29,7 +29,7 @@ func newWebhookServer(t *testing.T, rules ...Rule) (*httptest.Server, *fake.Clie
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewTLSServer(NewWebhook(WebhookConfig{Recommendations: Store{Client: cs}, Logger: quietLogger()}))
+	srv := httptest.NewTLSServer(NewWebhook(Store{Client: cs}, WithLogger(quietLogger())))
 	t.Cleanup(srv.Close)
 	return srv, cs
 }
@@ -212,7 +212,7 @@ func TestWebhookRejectsWhatIsNotAReview(t *testing.T) {
 }
 
 func TestReviewSurvivesAPanickingStore(t *testing.T) {
-	w := NewWebhook(WebhookConfig{Recommendations: panicky{}, Logger: quietLogger()})
+	w := NewWebhook(panicky{}, WithLogger(quietLogger()))
 	raw, _ := json.Marshal(replacement(nil))
 	resp := w.Review(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Kind: "Pod"},
 		Resource: metav1.GroupVersionResource{Resource: "pods"}, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}})
