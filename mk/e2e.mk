@@ -6,10 +6,15 @@
 #   make e2e-deps                 install and build everything
 #   make e2e                      e2e-deps, then all e2e tests
 #   make e2e E2E_RUN=TestSmoke    only tests matching a -run pattern
+#   make e2e E2E_LOCK=/tmp/x.lock  hold a flock on that file while the tests
+#                                 run, for checkouts sharing one machine (the
+#                                 tests use global paths: /etc/cdi, the
+#                                 kubelet's plugin directory)
 
 E2E_TIMEOUT ?= 40m
 E2E_RUN     ?=
 E2E_FLAGS   ?= -v
+E2E_LOCK    ?=
 
 .PHONY: e2e e2e-deps e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd e2e-deps-nvidia-cdi-hook
 
@@ -34,7 +39,7 @@ e2e-deps-nvidia-cdi-hook:
 e2e: e2e-deps
 	@echo "[e2e] go test -tags e2e ./e2e/... (timeout $(E2E_TIMEOUT)$(if $(E2E_RUN), -run $(E2E_RUN)))"
 	@start=$$(date +%s); \
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e/... ; \
+	$(if $(E2E_LOCK),flock $(E2E_LOCK)) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e/... ; \
 	rc=$$?; echo "[e2e] finished in $$(( $$(date +%s) - start ))s, exit $$rc"; exit $$rc
 
 TEST_TARGETS += e2e
