@@ -4,18 +4,11 @@ package harness
 // (the engines themselves are covered by e2e/smoke_test.go).
 
 import (
-	"archive/tar"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -42,49 +35,6 @@ func TestUnescapeMount(t *testing.T) {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestWriteOCIArchive(t *testing.T) {
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "bin"), 0o755)
-	os.WriteFile(filepath.Join(root, "bin", "tool"), []byte("#!/bin/sh\n"), 0o755)
-	os.Symlink("tool", filepath.Join(root, "bin", "alias"))
-	path := filepath.Join(t.TempDir(), "img.tar")
-	if err := WriteOCIArchive(path, ImageSpec{Name: "example.test/img:7", Rootfs: root, Cmd: []string{"tool"}}); err != nil {
-		t.Fatal(err)
-	}
-	files := readTar(t, path)
-	if string(files["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
-		t.Errorf("oci-layout = %q", files["oci-layout"])
-	}
-	var idx ocispec.Index
-	if err := json.Unmarshal(files["index.json"], &idx); err != nil || len(idx.Manifests) != 1 {
-		t.Fatalf("index.json: %v %s", err, files["index.json"])
-	}
-	m := idx.Manifests[0]
-	if m.Annotations["io.containerd.image.name"] != "example.test/img:7" || m.Annotations[ocispec.AnnotationRefName] != "7" {
-		t.Errorf("index annotations = %v", m.Annotations)
-	}
-	// Every blob must be stored under its own digest.
-	for name, b := range files {
-		if strings.HasPrefix(name, "blobs/sha256/") {
-			sum := sha256.Sum256(b)
-			if hex.EncodeToString(sum[:]) != strings.TrimPrefix(name, "blobs/sha256/") {
-				t.Errorf("blob %s has digest %x", name, sum)
-			}
-		}
-	}
-	var man ocispec.Manifest
-	if err := json.Unmarshal(files[blobPath(m)], &man); err != nil || len(man.Layers) != 1 {
-		t.Fatalf("manifest: %v", err)
-	}
-	layer := readTarBytes(t, files[blobPath(man.Layers[0])])
-	if string(layer["bin/tool"]) != "#!/bin/sh\n" {
-		t.Errorf("layer bin/tool = %q; layer has %v", layer["bin/tool"], keys(layer))
-	}
-	if _, ok := layer["bin/alias"]; !ok {
-		t.Errorf("layer lacks the symlink bin/alias; has %v", keys(layer))
 	}
 }
 
@@ -122,37 +72,4 @@ func TestContainerdTOML(t *testing.T) {
 			t.Errorf("config lacks %q:\n%s", want, s)
 		}
 	}
-}
-
-func readTar(t *testing.T, path string) map[string][]byte {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return readTarBytes(t, b)
-}
-
-func readTarBytes(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(tr)
-		out[h.Name] = data
-	}
-}
-
-func keys(m map[string][]byte) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
 }
