@@ -178,5 +178,9 @@ func tarDir(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), tw.Close()
+	// Close writes the archive's end blocks: take the bytes after it.
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

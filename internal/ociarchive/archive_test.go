@@ -140,3 +140,15 @@ func readTar(t *testing.T, b []byte) map[string][]byte {
 }
 
 var time1 = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// The layer is a complete tar, end blocks included: a strict reader reaches
+// io.EOF, not a truncated archive.
+func TestLayerIsComplete(t *testing.T) {
+	layer, err := tarDir(sampleRootfs(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layer)%512 != 0 || len(layer) < 1024 || !bytes.Equal(layer[len(layer)-1024:], make([]byte, 1024)) {
+		t.Fatalf("layer of %d bytes does not end with the two zero blocks of a tar archive", len(layer))
+	}
+}
