@@ -35,7 +35,7 @@ func TestPredictJSONShape(t *testing.T) {
 	if len(rs) != 10 {
 		t.Fatalf("%d results, want one per checked-in trace", len(rs))
 	}
-	keys := []string{"trace", "mark", "oom", "lead_samples", "lead_pct", "peak_error_at_10pct", "false_mark", "profile"}
+	keys := []string{"trace", "mark", "oom", "leadSamples", "leadPct", "peakErrorAt10pct", "falseMark", "profile"}
 	for _, r := range rs {
 		if len(r) != len(keys) {
 			t.Errorf("%v: %d keys, want exactly %v", r["trace"], len(r), keys)
@@ -71,9 +71,9 @@ func TestPredictMigproVersusBaseline(t *testing.T) {
 	for _, horizon := range [][]string{nil, {"--horizon", "120"}} {
 		base, mig := byTrace(t, "baseline", horizon...), byTrace(t, "migpro", horizon...)
 		for name := range growing {
-			lead, ok := mig[name]["lead_samples"].(float64)
+			lead, ok := mig[name]["leadSamples"].(float64)
 			if !ok || lead < 20 {
-				t.Errorf("%v migpro %s: lead %v, want at least 20 samples before the OOM", horizon, name, mig[name]["lead_samples"])
+				t.Errorf("%v migpro %s: lead %v, want at least 20 samples before the OOM", horizon, name, mig[name]["leadSamples"])
 			}
 		}
 		// The baseline stops at convergence, so growth that starts or steps
@@ -88,10 +88,10 @@ func TestPredictMigproVersusBaseline(t *testing.T) {
 			if _, g := growing[name]; g {
 				continue
 			}
-			if r["false_mark"] != false {
+			if r["falseMark"] != false {
 				t.Errorf("%v migpro: false mark on %s", horizon, name)
 			}
-			if base[name]["false_mark"] == true {
+			if base[name]["falseMark"] == true {
 				falseBase++
 			}
 		}
@@ -104,13 +104,13 @@ func TestPredictMigproVersusBaseline(t *testing.T) {
 func TestPredictPeakErrorAtTenPercent(t *testing.T) {
 	mig := byTrace(t, "migpro")
 	for _, name := range []string{"qwen2-linear", "llama3-linear"} {
-		e, ok := mig[name]["peak_error_at_10pct"].(float64)
+		e, ok := mig[name]["peakErrorAt10pct"].(float64)
 		// The thesis's mean was 14.98%; on clean linear growth we must beat it.
 		if !ok || e > 15 {
-			t.Errorf("%s: peak error at 10%% = %v, want under 15%%", name, mig[name]["peak_error_at_10pct"])
+			t.Errorf("%s: peak error at 10%% = %v, want under 15%%", name, mig[name]["peakErrorAt10pct"])
 		}
 	}
-	if e := mig["flat"]["peak_error_at_10pct"].(float64); e > 5 {
+	if e := mig["flat"]["peakErrorAt10pct"].(float64); e > 5 {
 		t.Errorf("flat: peak error %v%%, want under 5%%", e)
 	}
 }

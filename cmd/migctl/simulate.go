@@ -14,10 +14,11 @@ import (
 )
 
 func init() {
-	register("simulate", "compare placement policies on simulated workloads", runSimulate)
+	register("replay", "compare placement policies by replaying workloads on simulated nodes", runSimulate)
+	register("simulate", "old name of replay", runSimulate)
 }
 
-const simulateUsage = "usage: migctl simulate [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--gpu MODEL] [--nodes N] [--gpus N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check]"
+const simulateUsage = "usage: migctl replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check]"
 
 // simulateOpts is the parsed command line.
 type simulateOpts struct {
@@ -67,6 +68,9 @@ func runSimulate(args []string, stdout io.Writer) error {
 	}
 	gpus := opt.cfg.Nodes * opt.cfg.GPUsPerNode
 	cluster := fmt.Sprintf("%d node(s) × %d %s = %d GPUs", opt.cfg.Nodes, opt.cfg.GPUsPerNode, model.Name, gpus)
+	if strings.Contains(opt.cfg.Model, ",") {
+		cluster = fmt.Sprintf("%d node(s) of %s = %d GPUs", opt.cfg.Nodes, opt.cfg.Model, gpus)
+	}
 	start := time.Now()
 	var results []*replay.Result
 	for _, p := range opt.policies {
@@ -118,16 +122,18 @@ func runSimulate(args []string, stdout io.Writer) error {
 
 func parseSimulate(args []string) (simulateOpts, error) {
 	var opt simulateOpts
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.StringVar(&opt.mix, "mix", "", "generated workload: small, mixed, llm, pcie or stream (default small)")
 	fs.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file (see docs/simulate.md)")
 	jobs := fs.Int("jobs", 0, "number of generated jobs (default: the mix's)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the simulation")
 	ratio := fs.String("ratio", "4:0:1:1", "small:medium:large:full weights of the mixed mix")
 	fs.Float64Var(&opt.spec.Load, "load", 0, "offered load of the Poisson mixes (default: stream 0.9, pcie 0.7)")
-	fs.StringVar(&opt.cfg.Model, "gpu", "a100-40gb", "GPU model ("+strings.Join(simgpu.Models(), ", ")+")")
+	node := fs.String("simulate", "", "each node's simulated GPUs, MODEL[:COUNT][,MODEL[:COUNT]…] as the agent's --simulate (models: "+
+		strings.Join(simgpu.Models(), ", ")+"; default a100-40gb:8)")
+	fs.StringVar(&opt.cfg.Model, "gpu", "a100-40gb", "GPU model; older spelling, use --simulate")
 	fs.IntVar(&opt.cfg.Nodes, "nodes", 0, "nodes (default 20 for stream, else 1)")
-	fs.IntVar(&opt.cfg.GPUsPerNode, "gpus", 8, "GPUs per node")
+	fs.IntVar(&opt.cfg.GPUsPerNode, "gpus", 8, "GPUs per node; older spelling, use --simulate MODEL:COUNT")
 	policies := fs.String("policies", "all", "policies to compare: all, or a comma list of "+strings.Join(replay.PolicyNames(), ", ")+" (static:LAYOUT pins a layout)")
 	fs.Float64Var(&opt.cfg.PCIeMax, "pcie-max", 25, "PCIe bandwidth of one GPU, GB/s")
 	fs.Float64Var(&opt.cfg.PCIeAlpha, "pcie-alpha", 1, "α of the PCIe slowdown max(1, α·demand/(max/n))")
@@ -141,6 +147,11 @@ func parseSimulate(args []string) (simulateOpts, error) {
 	}
 	if fs.NArg() > 0 {
 		return opt, usagef("unexpected argument %q; %s", fs.Arg(0), simulateUsage)
+	}
+	if *node != "" {
+		if err := applyNodeSpec(fs, *node, &opt.cfg); err != nil {
+			return opt, err
+		}
 	}
 	if opt.mix != "" && opt.csvPath != "" {
 		return opt, usagef("--mix and --csv exclude each other; %s", simulateUsage)
@@ -229,4 +240,34 @@ func writeJobs(path string, jobs []replay.Job) error {
 		return fmt.Errorf("--write-csv %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// applyNodeSpec sets the model and the GPUs per node from --simulate, the
+// spec grammar every migctl command and the agent share. It refuses --gpu
+// and --gpus beside it.
+func applyNodeSpec(fs *flag.FlagSet, spec string, cfg *replay.Config) error {
+	var clash []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "gpu" || f.Name == "gpus" {
+			clash = append(clash, "--"+f.Name)
+		}
+	})
+	if len(clash) > 0 {
+		return usagef("--simulate gives the node's GPUs; drop %s", strings.Join(clash, " and "))
+	}
+	mcs, err := simgpu.ParseSpec(spec)
+	if err != nil {
+		return usagef("--simulate: %v", err)
+	}
+	total := 0
+	terms := make([]string, len(mcs))
+	for i, mc := range mcs {
+		total += mc.Count
+		terms[i] = fmt.Sprintf("%s:%d", mc.Model, mc.Count)
+	}
+	cfg.Model, cfg.GPUsPerNode = mcs[0].Model, total
+	if len(mcs) > 1 {
+		cfg.Model = strings.Join(terms, ",")
+	}
+	return nil
 }

@@ -14,7 +14,7 @@ import (
 func simulateCmd(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := runMain(append([]string{"simulate"}, args...), &out, &errb)
+	code := runMain(append([]string{"replay"}, args...), &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -147,5 +147,30 @@ func TestSimulateBadInput(t *testing.T) {
 		if strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: stderr %q, want one line containing %q", tc.args, errs, tc.want)
 		}
+	}
+}
+
+// replay takes the node as every other command does, --simulate SPEC; a
+// mixed node needs no GPU count of its own, and the old name still works.
+func TestReplaySimulateSpec(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := runMain([]string{"replay", "--simulate", "a100-40gb:2,h100-80gb:1", "--jobs", "20", "--policies", "migpro"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "1 node(s) of a100-40gb:2,h100-80gb:1 = 3 GPUs") {
+		t.Errorf("header does not name the mixed node:\n%s", out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := runMain([]string{"replay", "--simulate", "a100-40gb:2", "--gpus", "3"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--gpus") {
+		t.Errorf("--simulate with --gpus: exit %d, %q; want 2 naming --gpus", code, errb.String())
+	}
+	errb.Reset()
+	if code := runMain([]string{"replay", "--simulate", "b200-1tb"}, &out, &errb); code != 2 {
+		t.Errorf("unknown model: exit %d, %q; want 2", code, errb.String())
+	}
+	errb.Reset()
+	if code := runMain([]string{"simulate", "--simulate", "a100-40gb:1", "--jobs", "10", "--policies", "first-fit"}, &out, &errb); code != 0 {
+		t.Errorf("the old name simulate: exit %d: %s", code, errb.String())
 	}
 }

@@ -18,12 +18,12 @@ type Result struct {
 	// LeadPct is that share of the samples up to and including the OOM. Both
 	// are nil unless the trace has both a mark and an OOM; a mark after the
 	// OOM sample cannot happen, since the run stops there.
-	LeadSamples *int     `json:"lead_samples"`
-	LeadPct     *float64 `json:"lead_pct"`
+	LeadSamples *int     `json:"leadSamples"`
+	LeadPct     *float64 `json:"leadPct"`
 	// PeakErrorAt10Pct is |forecast − peak| / peak in percent, the forecast
 	// being made for the trace's last t after its first tenth of samples.
-	PeakErrorAt10Pct *float64 `json:"peak_error_at_10pct"`
-	FalseMark        bool     `json:"false_mark"`
+	PeakErrorAt10Pct *float64 `json:"peakErrorAt10pct"`
+	FalseMark        bool     `json:"falseMark"`
 	// Profile is the recommended readmission profile, nil without profiles
 	// or without a mark.
 	Profile *string `json:"profile"`
@@ -117,20 +117,20 @@ func forecastAfter(tr trace.Trace, cfg predictor.Config, n int, at float64) (flo
 // others.
 type Summary struct {
 	Growing      int     `json:"growing"`
-	MarkedInTime int     `json:"marked_in_time"` // mark strictly before the OOM sample
-	MeanLead     float64 `json:"mean_lead_samples"`
-	MeanLeadPct  float64 `json:"mean_lead_pct"`
-	NonGrowing   int     `json:"non_growing"`
-	FalseMarks   int     `json:"false_marks"`
+	MarkedInTime int     `json:"markedInTime"` // mark strictly before the OOM sample
+	MeanLead     float64 `json:"meanLeadSamples"`
+	MeanLeadPct  float64 `json:"meanLeadPct"`
+	NonGrowing   int     `json:"nonGrowing"`
+	FalseMarks   int     `json:"falseMarks"`
 	// MeanPeakErr averages the 10% peak error over every trace with a
 	// forecast; MeanPeakErrGrowing over growing traces only, the thesis's
 	// kind of workload.
-	MeanPeakErr        float64 `json:"mean_peak_error_at_10pct"`
-	MeanPeakErrGrowing float64 `json:"mean_peak_error_at_10pct_growing"`
+	MeanPeakErr        float64 `json:"meanPeakErrorAt10pct"`
+	MeanPeakErrGrowing float64 `json:"meanPeakErrorAt10pctGrowing"`
 	// PeakErrN and PeakErrGrowingN count the traces behind each mean; a
 	// trace too short to fit after a tenth has no error.
-	PeakErrN        int `json:"peak_error_traces"`
-	PeakErrGrowingN int `json:"peak_error_traces_growing"`
+	PeakErrN        int `json:"peakErrorTraces"`
+	PeakErrGrowingN int `json:"peakErrorTracesGrowing"`
 }
 
 // Summarize averages leads over growing traces, counting a missed or
