@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/migpro/migpro/internal/buildinfo"
 )
 
-// command is one migctl subcommand. run returns an error to print as one
-// line; a usageError exits with status 2.
+// command is one migctl subcommand. Its run function defines its flags on a
+// standard FlagSet and calls parseFlags before anything else; root.go learns
+// the flags from a describe pass, so cobra parses, checks and documents them.
+// run returns an error to print as one line; a usageError exits with 2.
 type command struct {
 	summary string
 	run     func(args []string, stdout io.Writer) error
@@ -38,80 +39,59 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 
 func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// runMain runs migctl with args and returns its exit code: 0, 1 for a
+// failure, 2 for bad usage.
 func runMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
 		return 0
 	}
-	if args[0] == "--version" || args[0] == "-version" {
-		args[0] = "version"
+	name := "migctl"
+	if cmd != nil && cmd != root {
+		name += " " + cmd.Name()
 	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "migctl: unknown command %q (run 'migctl help')\n", args[0])
-		return 2
+	fmt.Fprintf(stderr, "%s: %v\n", name, oneLine(err))
+	var u usageError
+	var r runError
+	if errors.As(err, &u) || !errors.As(err, &r) {
+		return 2 // bad input, or cobra refused the command line
 	}
-	if err := cmd.run(args[1:], stdout); err != nil {
-		var h helpShown
-		if errors.As(err, &h) {
-			fmt.Fprint(stdout, h.usage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "migctl %s: %v\n", args[0], err)
-		var u usageError
-		if errors.As(err, &u) {
-			return 2
-		}
-		return 1
-	}
-	return 0
+	return 1
 }
 
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: migctl COMMAND [flags] [args]")
-	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
-	}
-}
+// runError marks an error returned by a command's run function, so that
+// runMain tells it from cobra's own refusals of the command line.
+type runError struct{ err error }
 
-// parseFlags parses a subcommand's flags, turning flag errors into usage errors
-// so they exit 2 with one line.
+func (r runError) Error() string { return r.err.Error() }
+func (r runError) Unwrap() error { return r.err }
+
+func oneLine(err error) string { return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ") }
+
+// describing is set during root.go's describe pass: parseFlags then hands
+// the command's FlagSet back instead of parsing.
+var describing bool
+
+// described carries a command's FlagSet out of its run function, as a
+// panic that describe recovers, so that no command can swallow it.
+type described struct{ fs *flag.FlagSet }
+
+// parseFlags parses a subcommand's flags, turning flag errors into usage
+// errors so they exit 2 with one line. In the describe pass it hands the
+// FlagSet to describe instead, and the command goes no further.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if describing {
+		panic(described{fs})
+	}
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "Usage: migctl %s [flags]", fs.Name())
-		if c, ok := commands[fs.Name()]; ok {
-			fmt.Fprintf(&b, "\n\n%s", c.summary)
-		}
-		b.WriteString("\n\nFlags:\n")
-		fs.SetOutput(&b)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-		return helpShown{b.String()}
-	}
-	if err != nil {
+	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	return nil
 }
-
-// helpShown is returned by parseFlags on -h/--help: runMain prints usage to
-// stdout and exits 0.
-type helpShown struct{ usage string }
-
-func (h helpShown) Error() string { return "help requested" }
 
 // noArgs refuses positional arguments of a command that takes none.
 func noArgs(fs *flag.FlagSet) error {

@@ -128,7 +128,7 @@ func TestRunBadInputExits2(t *testing.T) {
 		{[]string{"--profile", "1g.5gb", "--poll", "0s", "img"}, "--poll must be positive"},
 		{[]string{"--profile", "1g.5gb", "--id", "bad id!", "img"}, `--id "bad id!"`},
 		{[]string{"--profile", "1g.5gb", "--env", "NOEQUALS", "img"}, `--env "NOEQUALS": want KEY=VALUE`},
-		{[]string{"--profile", "1g.5gb", "--bogus", "img"}, "flag provided but not defined: -bogus"},
+		{[]string{"--profile", "1g.5gb", "--bogus", "img"}, "unknown flag: --bogus"},
 	} {
 		var out, errb bytes.Buffer
 		code := runMain(append([]string{"run"}, tc.args...), &out, &errb)

@@ -15,7 +15,6 @@ import (
 
 func init() {
 	register("replay", "compare placement policies by replaying workloads on simulated nodes", runSimulate)
-	register("simulate", "old name of replay", runSimulate)
 }
 
 const simulateUsage = "usage: migctl replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check]"

@@ -136,7 +136,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--gpus", "65"}, "GPUs per node 65"},
 		{[]string{"--timeline-gpu", "8"}, "--timeline-gpu 8"},
 		{[]string{"--output", "yaml"}, `--output "yaml"`},
-		{[]string{"--bogus"}, "flag provided but not defined"},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		out, errs, code := simulateCmd(t, tc.args...)

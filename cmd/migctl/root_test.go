@@ -1,0 +1,101 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every command's --help exits 0 and lists its own flags, an example and the
+// global flags.
+func TestEveryCommandHasHelp(t *testing.T) {
+	for name, c := range commands {
+		out, errOut, code := migctl(name, "--help")
+		if code != 0 || errOut != "" {
+			t.Errorf("%s --help: exit %d, stderr %q", name, code, errOut)
+			continue
+		}
+		for _, want := range []string{"Usage:", "Examples:", "Global Flags:", "--socket", c.summary} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s --help lacks %q:\n%s", name, want, out)
+			}
+		}
+		describe(name, c).VisitAll(func(f *flagT) {
+			if !strings.Contains(out, "--"+f.Name) {
+				t.Errorf("%s --help does not list --%s", name, f.Name)
+			}
+		})
+	}
+}
+
+// The global flags take their defaults from the environment; a bad value
+// there is bad usage naming the variable, and a global a command does not
+// use is refused.
+func TestGlobalFlagsFromTheEnvironment(t *testing.T) {
+	sock := runAgent(t)
+	t.Setenv("MIGPRO_SOCKET", sock)
+	t.Setenv("MIGPRO_OUTPUT", "json")
+	out, errOut, code := migctl("status")
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "{") {
+		t.Errorf("status with MIGPRO_OUTPUT=json: exit %d, %q %q; want JSON", code, out, errOut)
+	}
+	if out, _, code := migctl("status", "--output", "text"); code != 0 || strings.HasPrefix(strings.TrimSpace(out), "{") {
+		t.Errorf("--output text does not beat MIGPRO_OUTPUT: exit %d, %q", code, out)
+	}
+	t.Setenv("MIGPRO_OUTPUT", "")
+	t.Setenv("MIGPRO_TIMEOUT", "soon")
+	if _, errOut, code := migctl("status"); code != 2 || !strings.Contains(errOut, "MIGPRO_TIMEOUT") {
+		t.Errorf("bad MIGPRO_TIMEOUT: exit %d, %q; want 2 naming it", code, errOut)
+	}
+	t.Setenv("MIGPRO_TIMEOUT", "-1s")
+	if _, errOut, code := migctl("status"); code != 2 || strings.Contains(errOut, "is it running") {
+		t.Errorf("negative MIGPRO_TIMEOUT: exit %d, %q; want 2", code, errOut)
+	}
+	t.Setenv("MIGPRO_TIMEOUT", "")
+	if _, errOut, code := migctl("demo", "--output", "json"); code != 2 || !strings.Contains(errOut, "demo has no --output") {
+		t.Errorf("demo --output json: exit %d, %q; want 2", code, errOut)
+	}
+	if _, _, code := migctl("no-such-command"); code != 2 {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+	if _, _, code := migctl(); code != 2 {
+		t.Errorf("no command: exit %d, want 2", code)
+	}
+}
+
+// migctl completion writes a script for each shell that knows the commands;
+// bash parses it.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		out, errOut, code := migctl("completion", shell)
+		if code != 0 || !strings.Contains(out, "migctl") {
+			t.Errorf("completion %s: exit %d, %q", shell, code, errOut)
+			continue
+		}
+		if shell == "bash" {
+			path := filepath.Join(t.TempDir(), "migctl.bash")
+			if err := writeFile(path, out); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {
+				t.Errorf("bash -n on the completion: %v\n%s", err, b)
+			}
+		}
+	}
+	// The commands' own completion: what cobra offers after "migctl re".
+	out, _, code := migctl("__complete", "re")
+	if code != 0 || !strings.Contains(out, "replay") {
+		t.Errorf("__complete re: exit %d, %q; want replay offered", code, out)
+	}
+	out, _, _ = migctl("__complete", "plan", "--pol")
+	if !strings.Contains(out, "--policy") {
+		t.Errorf("__complete plan --pol: %q; want --policy", out)
+	}
+}
+
+type flagT = flag.Flag
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
