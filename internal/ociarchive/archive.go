@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -134,9 +135,16 @@ func blobPath(d ocispec.Descriptor) string { return "blobs/sha256/" + d.Digest.E
 // tarDir packs dir (regular files, directories, symlinks; WalkDir's lexical
 // order) as an uncompressed layer owned by root, every entry at the epoch.
 func tarDir(dir string) ([]byte, error) {
+	// File contents are read through a root scoped to dir, so a path swapped
+	// for a symlink during the walk cannot lead outside it.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return err
 		}
@@ -166,11 +174,12 @@ func tarDir(dir string) ([]byte, error) {
 			return err
 		}
 		if info.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
+			f, err := root.Open(rel)
 			if err != nil {
 				return err
 			}
-			_, err = tw.Write(b)
+			defer f.Close()
+			_, err = io.Copy(tw, f)
 			return err
 		}
 		return nil
