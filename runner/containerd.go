@@ -22,29 +22,56 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 )
 
-// ContainerdConfig says which containerd to use and how to run containers.
-type ContainerdConfig struct {
-	Socket    string // gRPC socket, e.g. /run/containerd/containerd.sock
-	Namespace string // e.g. "default"
-	// Snapshotter unpacks the image; default overlayfs.
-	Snapshotter string
-	// RuncBinary and RuncRoot, when set, select the runc binary and its
-	// state directory for io.containerd.runc.v2 (as ctr run's --runc-binary
-	// and --runc-root do).
-	RuncBinary, RuncRoot string
-	// CDISpecDirs are where the agent writes instance specs; empty keeps
-	// the CDI defaults (/etc/cdi, /var/run/cdi).
-	CDISpecDirs []string
-	// NetHost runs containers in the host's network namespace.
-	NetHost bool
-	// Stdout and Stderr receive the container's output.
+// containerdConfig is what NewContainerd assembles from its options.
+type containerdConfig struct {
+	Socket         string
+	Namespace      string
+	Snapshotter    string
+	RuncBinary     string
+	RuncRoot       string
+	CDISpecDirs    []string
+	NetHost        bool
 	Stdout, Stderr io.Writer
+}
+
+// ContainerdOption configures a Containerd engine.
+type ContainerdOption func(*containerdConfig)
+
+// WithNamespace sets the containerd namespace (default "default").
+func WithNamespace(ns string) ContainerdOption { return func(c *containerdConfig) { c.Namespace = ns } }
+
+// WithSnapshotter sets the snapshotter that unpacks the image (default
+// overlayfs).
+func WithSnapshotter(s string) ContainerdOption {
+	return func(c *containerdConfig) { c.Snapshotter = s }
+}
+
+// WithRunc selects the runc binary and its state directory for
+// io.containerd.runc.v2, as ctr run's --runc-binary and --runc-root do
+// (empty: the runtime's).
+func WithRunc(binary, root string) ContainerdOption {
+	return func(c *containerdConfig) { c.RuncBinary, c.RuncRoot = binary, root }
+}
+
+// WithCDISpecDirs sets where the agent writes instance specs (default the
+// CDI defaults, /etc/cdi and /var/run/cdi).
+func WithCDISpecDirs(dirs ...string) ContainerdOption {
+	return func(c *containerdConfig) { c.CDISpecDirs = dirs }
+}
+
+// WithNetHost runs containers in the host's network namespace.
+func WithNetHost(on bool) ContainerdOption { return func(c *containerdConfig) { c.NetHost = on } }
+
+// WithOutput sends the containers' output to stdout and stderr (default:
+// discarded).
+func WithOutput(stdout, stderr io.Writer) ContainerdOption {
+	return func(c *containerdConfig) { c.Stdout, c.Stderr = stdout, stderr }
 }
 
 // Containerd is the real Engine: containerd through its Go client, with the
 // instance's CDI device injected client-side (pkg/cdi.WithCDIDevices).
 type Containerd struct {
-	cfg    ContainerdConfig
+	cfg    containerdConfig
 	client *client.Client
 
 	mu    sync.Mutex
@@ -52,9 +79,14 @@ type Containerd struct {
 	tasks map[string]client.Task
 }
 
-// NewContainerd connects to containerd and points the process-wide CDI
-// cache at cfg.CDISpecDirs.
-func NewContainerd(ctx context.Context, cfg ContainerdConfig) (*Containerd, error) {
+// NewContainerd connects to the containerd at socket (e.g.
+// /run/containerd/containerd.sock) and points the process-wide CDI cache at
+// the spec directories of WithCDISpecDirs.
+func NewContainerd(ctx context.Context, socket string, opts ...ContainerdOption) (*Containerd, error) {
+	cfg := containerdConfig{Socket: socket, Namespace: "default"}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if cfg.Snapshotter == "" {
 		cfg.Snapshotter = "overlayfs"
 	}

@@ -29,8 +29,8 @@ const runUsage = "usage: migctl run --profile PROFILE [--socket AGENT_SOCK] [--c
 // Seams for tests: the engine, migctl's own stderr, and the process exit
 // that carries the container's exit code.
 var (
-	newRunEngine = func(ctx context.Context, cfg runner.ContainerdConfig) (runner.Engine, func() error, error) {
-		c, err := runner.NewContainerd(ctx, cfg)
+	newRunEngine = func(ctx context.Context, socket string, stdout io.Writer, opts ...runner.ContainerdOption) (runner.Engine, func() error, error) {
+		c, err := runner.NewContainerd(ctx, socket, append(opts, runner.WithOutput(stdout, runStderr))...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -110,10 +110,8 @@ func runRun(args []string, stdout io.Writer) error {
 		}
 	}()
 
-	engine, closeEngine, err := newRunEngine(ctx, runner.ContainerdConfig{
-		Socket: *ctrd, Namespace: *ns, Snapshotter: *snapshotter, RuncBinary: *runcBinary, RuncRoot: *runcRoot,
-		CDISpecDirs: dirs, NetHost: *netHost, Stdout: stdout, Stderr: runStderr,
-	})
+	engine, closeEngine, err := newRunEngine(ctx, *ctrd, stdout, runner.WithNamespace(*ns), runner.WithSnapshotter(*snapshotter),
+		runner.WithRunc(*runcBinary, *runcRoot), runner.WithCDISpecDirs(dirs...), runner.WithNetHost(*netHost))
 	if err != nil {
 		return err
 	}

@@ -98,8 +98,8 @@ func withEngine(t *testing.T, e *cmdEngine) (stderr *bytes.Buffer, exitCode *int
 	*exitCode = -1
 	e.startC = make(chan struct{})
 	oldEngine, oldStderr, oldExit := newRunEngine, runStderr, exitProcess
-	newRunEngine = func(_ context.Context, cfg runner.ContainerdConfig) (runner.Engine, func() error, error) {
-		e.out = cfg.Stdout
+	newRunEngine = func(_ context.Context, _ string, stdout io.Writer, _ ...runner.ContainerdOption) (runner.Engine, func() error, error) {
+		e.out = stdout
 		return e, func() error { return nil }, nil
 	}
 	runStderr = stderr
