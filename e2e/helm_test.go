@@ -29,6 +29,8 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/readmit"
 )
 
 const helmNS = "migpro-system"
@@ -275,14 +277,28 @@ func TestHelmInstall(t *testing.T) {
 		t.Errorf("no CDI spec for %s after the upgrade", uuid)
 	}
 
+	// The chart's webhook readmits a pod the Marker evicted, and the agent
+	// in its pod provisions the larger profile for the replacement.
+	helmReadmit(t, cl, k)
+
 	// (7) uninstall: with the pod gone its instance is idle; the agent
 	// destroys it and removes every spec on its way out.
 	if err := cl.Client.CoreV1().Pods("default").Delete(ctx, "mig-user", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "mig-user's instance back to idle", 60*time.Second, func() bool {
-		in, ok := holder()
-		return ok && in.State == "idle"
+	eventually(t, "every instance back to idle", 60*time.Second, func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		st, err := agentAPI.Status(cctx)
+		if err != nil {
+			return false
+		}
+		for _, in := range st.Instances {
+			if in.State != "idle" {
+				return false
+			}
+		}
+		return true
 	})
 	h.run(t, "uninstall", "migpro", "--wait", "--timeout", "2m")
 	eventually(t, "the agent pod to be gone", 90*time.Second, func() bool {
@@ -302,4 +318,71 @@ func TestHelmInstall(t *testing.T) {
 			t.Errorf("helm uninstall left instances on GPU %d: %+v", g.Index, g.GPUInstances)
 		}
 	}
+}
+
+// helmReadmit runs the readmission through the webhook the chart installed:
+// the trainer Deployment's pod gets a 1g.5gb (provisioned by the agent for
+// the pending pod), the Marker records 2g.10gb and evicts it, the API server
+// calls the chart's migpro-admission for the replacement, which asks for a
+// 2g.10gb and runs on one. The trainer is deleted at the end.
+func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, "the webhook's pod to be Ready", 60*time.Second, func() bool {
+		list, err := cl.Client.CoreV1().Pods(helmNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=migpro-admission"})
+		if err != nil {
+			return false
+		}
+		for _, p := range list.Items {
+			for _, c := range p.Status.Conditions {
+				if p.DeletionTimestamp == nil && c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	createTrainer(t, cl, "", true)
+	old := waitTrainerPod(t, cl.Client, "")
+	eventually(t, "the first trainer pod to run on its 1g.5gb", 90*time.Second, func() bool {
+		p, err := cl.Client.CoreV1().Pods(readmitNS).Get(ctx, old.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
+	if q := old.Spec.Containers[0].Resources.Limits[res1g5]; q.String() != "1" || old.Annotations[readmit.AnnotationReadmitted] != "" {
+		t.Fatalf("first trainer pod changed: limits %v annotations %v", old.Spec.Containers[0].Resources.Limits, old.Annotations)
+	}
+	marker := readmit.NewMarker(cl.Client, readmit.WithNodeName(k.NodeName))
+	mark := readmit.Mark{PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
+		FromProfile: "1g.5gb", ToProfile: "2g.10gb", ForecastBytes: 7 << 30, Reason: string(predictor.ReasonTimeToOOM), Fits: true}
+	if out, err := marker.Handle(ctx, mark); err != nil {
+		t.Fatalf("mark: %+v %v", out, err)
+	}
+	repl := waitTrainerPod(t, cl.Client, old.UID)
+	if q, ok := repl.Spec.Containers[0].Resources.Limits[res2g10]; !ok || q.String() != "1" {
+		t.Fatalf("replacement limits %v: the chart's webhook did not move it to %s", repl.Spec.Containers[0].Resources.Limits, res2g10)
+	}
+	if !strings.Contains(repl.Annotations[readmit.AnnotationReadmitted], res2g10) {
+		t.Errorf("replacement annotations %v", repl.Annotations)
+	}
+	list, err := cl.Client.CoreV1().Pods(helmNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=migpro-admission"})
+	if err != nil || len(list.Items) == 0 {
+		t.Fatalf("webhook pods: %v", err)
+	}
+	raw, _ := cl.Client.CoreV1().Pods(helmNS).GetLogs(list.Items[0].Name, &corev1.PodLogOptions{Container: "webhook"}).DoRaw(ctx)
+	if !strings.Contains(string(raw), "MIG request rewritten") {
+		t.Errorf("the chart's webhook did not log the rewrite:\n%s", raw)
+	}
+	eventually(t, "the replacement to run on a 2g.10gb the agent made for it", 90*time.Second, func() bool {
+		p, err := cl.Client.CoreV1().Pods(readmitNS).Get(ctx, repl.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
+	t.Logf("readmitted %s -> %s through the chart's webhook (%s)", old.Name, repl.Name, repl.Annotations[readmit.AnnotationReadmitted])
+	bg := metav1.DeletePropagationBackground
+	if err := cl.Client.AppsV1().Deployments(readmitNS).Delete(ctx, "trainer", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the trainer's pods to be gone", 60*time.Second, func() bool {
+		l, err := cl.Client.CoreV1().Pods(readmitNS).List(ctx, metav1.ListOptions{LabelSelector: "app=trainer"})
+		return err == nil && len(l.Items) == 0
+	})
 }
