@@ -21,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -279,7 +281,7 @@ func TestHelmInstall(t *testing.T) {
 
 	// The chart's webhook readmits a pod the Marker evicted, and the agent
 	// in its pod provisions the larger profile for the replacement.
-	helmReadmit(t, cl, k)
+	helmReadmit(t, cl, k, rolled)
 
 	// (7) uninstall: with the pod gone its instance is idle; the agent
 	// destroys it and removes every spec on its way out.
@@ -325,7 +327,7 @@ func TestHelmInstall(t *testing.T) {
 // the pending pod), the Marker records 2g.10gb and evicts it, the API server
 // calls the chart's migpro-admission for the replacement, which asks for a
 // 2g.10gb and runs on one. The trainer is deleted at the end.
-func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet) {
+func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet, agent *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
 	eventually(t, "the webhook's pod to be Ready", 60*time.Second, func() bool {
@@ -377,6 +379,7 @@ func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet) {
 		return err == nil && p.Status.Phase == corev1.PodRunning
 	})
 	t.Logf("readmitted %s -> %s through the chart's webhook (%s)", old.Name, repl.Name, repl.Annotations[readmit.AnnotationReadmitted])
+	helmEvictionGuard(t, cl, agent, repl)
 	bg := metav1.DeletePropagationBackground
 	if err := cl.Client.AppsV1().Deployments(readmitNS).Delete(ctx, "trainer", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
 		t.Fatal(err)
@@ -385,4 +388,45 @@ func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet) {
 		l, err := cl.Client.CoreV1().Pods(readmitNS).List(ctx, metav1.ListOptions{LabelSelector: "app=trainer"})
 		return err == nil && len(l.Items) == 0
 	})
+}
+
+// helmEvictionGuard checks the chart's eviction guard with the identity of
+// the chart's agent pod (a token bound to that pod, as its projected token
+// is): a (dry-run) eviction of a pod on its node passes, one of a pod on
+// another node is refused.
+func helmEvictionGuard(t *testing.T, cl *harness.Cluster, agent, own *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	tok, err := cl.Client.CoreV1().ServiceAccounts(helmNS).CreateToken(ctx, "migpro-agent",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(600),
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: agent.Name, UID: agent.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token bound to the agent pod: %v", err)
+	}
+	as := tokenClient(t, cl, "helm-agent", tok.Status.Token)
+	elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: readmitNS},
+		Spec: corev1.PodSpec{NodeName: "another-node", Containers: []corev1.Container{{Name: "c", Image: harness.BusyboxImageName}}}}
+	mustCreate(t, func() error {
+		_, err := cl.Client.CoreV1().Pods(readmitNS).Create(ctx, elsewhere, metav1.CreateOptions{})
+		return err
+	})
+	evict := func(name string) error {
+		p, err := cl.Client.CoreV1().Pods(readmitNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return as.CoreV1().Pods(readmitNS).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: readmitNS},
+			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}, DryRun: []string{metav1.DryRunAll}}})
+	}
+	if err := evict(own.Name); err != nil {
+		t.Errorf("the agent's eviction of a pod on its own node: %v", err)
+	}
+	err = evict("elsewhere")
+	if err == nil || !strings.Contains(err.Error(), "evictions.migpro.dev") {
+		t.Errorf("the agent's eviction of a pod on another node: %v, want a refusal by the chart's eviction guard", err)
+	}
+	t.Logf("eviction guard: %v", err)
+	if err := cl.Client.CoreV1().Pods(readmitNS).Delete(ctx, "elsewhere", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
 }
