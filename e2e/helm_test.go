@@ -41,7 +41,7 @@ const helmNS = "migpro-system"
 // and returns the agent and admission archives and their tag.
 func migproImages(t *testing.T) (agentTar, admissionTar, tag string) {
 	t.Helper()
-	make := func(args ...string) string {
+	runMake := func(args ...string) string {
 		cmd := exec.Command("make", append([]string{"-s"}, args...)...)
 		cmd.Dir = repoRoot()
 		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
@@ -52,8 +52,8 @@ func migproImages(t *testing.T) (agentTar, admissionTar, tag string) {
 		return strings.TrimSpace(string(out))
 	}
 	start := time.Now()
-	make("image")
-	tag = make("image-tag")
+	runMake("image")
+	tag = runMake("image-tag")
 	agentTar = filepath.Join(repoRoot(), "bin", "images", "migpro-agent-"+tag+".tar")
 	admissionTar = filepath.Join(repoRoot(), "bin", "images", "migpro-admission-"+tag+".tar")
 	for _, f := range []string{agentTar, admissionTar} {
