@@ -16,9 +16,9 @@ E2E_RUN     ?=
 E2E_FLAGS   ?= -v
 E2E_LOCK    ?=
 
-.PHONY: e2e e2e-deps e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd e2e-deps-nvidia-cdi-hook
+.PHONY: e2e e2e-deps e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd e2e-deps-nvidia-cdi-hook e2e-deps-helm
 
-e2e-deps: e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd e2e-deps-nvidia-cdi-hook
+e2e-deps: e2e-deps-podman e2e-deps-containerd e2e-deps-kube e2e-deps-etcd e2e-deps-nvidia-cdi-hook e2e-deps-helm
 	@echo "[e2e] dependencies ready in $${MIGPRO_E2E_CACHE:-/var/cache/migpro-e2e}"
 
 e2e-deps-podman:
@@ -35,6 +35,9 @@ e2e-deps-etcd:
 
 e2e-deps-nvidia-cdi-hook:
 	@bash e2e/setup/nvidia-cdi-hook.sh
+
+e2e-deps-helm:
+	@bash e2e/setup/helm.sh
 
 e2e: e2e-deps
 	@echo "[e2e] go test -tags e2e ./e2e/... (timeout $(E2E_TIMEOUT)$(if $(E2E_RUN), -run $(E2E_RUN)))"

@@ -85,6 +85,9 @@ func StartCluster(t testing.TB) *Cluster {
 		"--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction",
 		"--allow-privileged=true", "--service-cluster-ip-range", "10.0.0.0/24",
 		"--endpoint-reconciler-type", "none", "--cert-dir", filepath.Join(dir, "apiserver"),
+		// Webhooks named by a Service are called at its endpoints, not its
+		// cluster IP: there is no kube-proxy.
+		"--enable-aggregator-routing=true",
 		"--client-ca-file", cl.CAFile, "--tls-cert-file", srvCert, "--tls-private-key-file", srvKey,
 		"--kubelet-client-certificate", kcCert, "--kubelet-client-key", kcKey,
 		"--kubelet-preferred-address-types", "InternalIP",

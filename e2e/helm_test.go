@@ -1,0 +1,432 @@
+//go:build e2e
+
+package e2e
+
+// The Helm chart (deploy/helm/migpro) installed on the real control plane:
+// the images from `make image` imported into the node's containerd, the
+// agent running in a container the kubelet manages, on a simulated GPU.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/readmit"
+)
+
+const helmNS = "migpro-system"
+
+// migproImages runs `make image` (a no-op when the archives are current)
+// and returns the agent and admission archives and their tag.
+func migproImages(t *testing.T) (agentTar, admissionTar, tag string) {
+	t.Helper()
+	runMake := func(args ...string) string {
+		cmd := exec.Command("make", append([]string{"-s"}, args...)...)
+		cmd.Dir = repoRoot()
+		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	start := time.Now()
+	runMake("image")
+	tag = runMake("image-tag")
+	agentTar = filepath.Join(repoRoot(), "bin", "images", "migpro-agent-"+tag+".tar")
+	admissionTar = filepath.Join(repoRoot(), "bin", "images", "migpro-admission-"+tag+".tar")
+	for _, f := range []string{agentTar, admissionTar} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatalf("make image did not write %s: %v", f, err)
+		}
+		t.Logf("image %s: %.1f MiB", filepath.Base(f), float64(fi.Size())/(1<<20))
+	}
+	t.Logf("make image: %v", time.Since(start).Round(time.Millisecond))
+	return agentTar, admissionTar, tag
+}
+
+// helm runs the helm from `make e2e-deps-helm` against the cluster, with
+// its own cache and config directories.
+type helm struct {
+	bin, kubeconfig, home string
+}
+
+func newHelm(t *testing.T, cl *harness.Cluster) *helm {
+	return &helm{bin: harness.Bin(t, "helm"), kubeconfig: cl.Kubeconfig, home: t.TempDir()}
+}
+
+func (h *helm) run(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(h.bin, append(args, "--kubeconfig", h.kubeconfig)...)
+	cmd.Dir = repoRoot()
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+h.home+"/cache", "HELM_CONFIG_HOME="+h.home+"/config", "HELM_DATA_HOME="+h.home+"/data")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// agentPod returns the DaemonSet's live pod on node and whether it is Ready.
+func agentPod(t *testing.T, cl *harness.Cluster) (*corev1.Pod, bool) {
+	list, err := cl.Client.CoreV1().Pods(helmNS).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=migpro-agent"})
+	if err != nil {
+		return nil, false
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return p, c.Status == corev1.ConditionTrue
+			}
+		}
+		return p, false
+	}
+	return nil, false
+}
+
+// waitAgentReady waits for a Ready agent pod other than not, and fails with
+// its state and log when none comes.
+func waitAgentReady(t *testing.T, cl *harness.Cluster, not types.UID, timeout time.Duration) *corev1.Pod {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		p, ready := agentPod(t, cl)
+		if p != nil && ready && p.UID != not {
+			return p
+		}
+		if time.Now().After(deadline) {
+			var state, log string
+			if p != nil {
+				b, _ := json.MarshalIndent(p.Status, "", "  ")
+				state = string(b)
+				raw, _ := cl.Client.CoreV1().Pods(helmNS).GetLogs(p.Name, &corev1.PodLogOptions{Container: "agent"}).DoRaw(context.Background())
+				log = string(raw)
+			}
+			t.Fatalf("no Ready agent pod after %v\nstatus: %s\nlog:\n%s", timeout, state, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func httpGet(url string) (int, string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func migproSpecs() []string {
+	m, _ := filepath.Glob("/var/run/cdi/migpro.dev-mig*")
+	return m
+}
+
+// Issue 10, §5: the chart on the real control plane. The agent runs in a
+// container the kubelet manages, on a simulated A100.
+func TestHelmInstall(t *testing.T) {
+	agentTar, admTar, tag := migproImages(t)
+	if left := migproSpecs(); len(left) > 0 {
+		t.Fatalf("migpro CDI specs already in /var/run/cdi (another install?): %v", left)
+	}
+	cl := harness.StartCluster(t)
+	c := harness.StartContainerd(t)
+	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c, Cluster: cl})
+	for _, a := range []string{agentTar, admTar, harness.BusyboxImage(t)} {
+		c.ImportArchive(t, "k8s.io", a)
+	}
+	cl.WaitNodeReady(t, k.NodeName, 60*time.Second)
+	ctx := context.Background()
+	// The default node affinity: NFD's vendor label or nvidia.com/gpu.present.
+	patch := []byte(`{"metadata":{"labels":{"nvidia.com/gpu.present":"true"}}}`)
+	if _, err := cl.Client.CoreV1().Nodes().Patch(ctx, k.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	host := t.TempDir()
+	state, run, lib := filepath.Join(host, "state"), filepath.Join(host, "run"), filepath.Join(host, "lib")
+	t.Cleanup(func() {
+		for _, f := range migproSpecs() {
+			os.Remove(f)
+		}
+	})
+	metricsPort := freePort(t)
+	apiPort := strings.TrimPrefix(cl.Server, "https://127.0.0.1:")
+	h := newHelm(t, cl)
+	values := []string{
+		"--set", "image.tag=" + tag, "--set", "image.pullPolicy=Never",
+		"--set", "simulate=a100-40gb:1",
+		"--set", "hostPaths.state=" + state, "--set", "hostPaths.run=" + run, "--set", "hostPaths.lib=" + lib,
+		"--set", "kubeletRootDir=" + k.RootDir,
+		"--set", "nvidiaCDIHookPath=" + harness.Bin(t, "nvidia-cdi-hook"),
+		"--set", "metrics.port=" + strconv.Itoa(metricsPort),
+		// No pod network and no kube-proxy here: host network, and the API
+		// server's own address.
+		"--set", "hostNetwork=true",
+		"--set", "extraEnv[0].name=KUBERNETES_SERVICE_HOST", "--set", "extraEnv[0].value=127.0.0.1",
+		"--set", "extraEnv[1].name=KUBERNETES_SERVICE_PORT", "--set-string", "extraEnv[1].value=" + apiPort,
+		"--set", "admission.replicas=1", "--set", "admission.port=" + strconv.Itoa(freePort(t)),
+	}
+
+	// (2, 3) install; the agent's pod becomes Ready through its probes.
+	start := time.Now()
+	h.run(t, append([]string{"install", "migpro", "deploy/helm/migpro"}, values...)...)
+	pod := waitAgentReady(t, cl, "", 3*time.Minute)
+	t.Logf("helm install -> agent Ready: %v", time.Since(start).Round(time.Millisecond))
+	if !pod.Spec.HostPID || pod.Spec.PriorityClassName != "system-node-critical" {
+		t.Errorf("agent pod: hostPID %v, priority class %q", pod.Spec.HostPID, pod.Spec.PriorityClassName)
+	}
+	metrics := fmt.Sprintf("http://127.0.0.1:%d", metricsPort)
+	if code, body := httpGet(metrics + "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+
+	// (4) a pod asking for a 1g.5gb runs and sees its instance.
+	mustCreate(t, func() error {
+		_, err := cl.Client.CoreV1().Pods("default").Create(ctx, demandPod("mig-user", 1), metav1.CreateOptions{})
+		return err
+	})
+	waitScheduledRunning(t, cl, "mig-user", k.NodeName)
+	uuids := podMIGs(t, cl, "mig-user")
+	if len(uuids) != 1 {
+		t.Fatalf("mig-user sees %v, want one instance", uuids)
+	}
+	uuid := uuids[0]
+	checkDeviceView(t, podLog(t, cl, "mig-user"), uuid)
+
+	// (5) the agent's /metrics shows the instance in use.
+	inUse := `migpro_instances{gpu="0",profile="1g.5gb",state="in-use"} 1`
+	eventually(t, "/metrics to show the 1g.5gb in use", 30*time.Second, func() bool {
+		_, body := httpGet(metrics + "/metrics")
+		return strings.Contains(body, inUse)
+	})
+	agentAPI := client.New(filepath.Join(run, "agent.sock"))
+	holder := func() (client.StatusInstance, bool) {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		st, err := agentAPI.Status(cctx)
+		if err != nil {
+			return client.StatusInstance{}, false
+		}
+		return instanceByUUID(st, uuid)
+	}
+	eventually(t, "the agent to see mig-user holding its instance", 30*time.Second, func() bool {
+		in, ok := holder()
+		return ok && in.State == "in-use" && strings.Contains(in.Pod, "mig-user")
+	})
+
+	// (6) helm upgrade changing a value rolls the agent; the running pod
+	// keeps its container and its instance.
+	before, _ := cl.Client.CoreV1().Pods("default").Get(ctx, "mig-user", metav1.GetOptions{})
+	start = time.Now()
+	h.run(t, append([]string{"upgrade", "migpro", "deploy/helm/migpro"}, append(values, "--set", "log.level=debug")...)...)
+	rolled := waitAgentReady(t, cl, pod.UID, 3*time.Minute)
+	t.Logf("helm upgrade -> new agent Ready: %v", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(strings.Join(rolled.Spec.Containers[0].Args, " "), "--log-level=debug") {
+		t.Errorf("rolled agent args %v lack the new log level", rolled.Spec.Containers[0].Args)
+	}
+	after, err := cl.Client.CoreV1().Pods("default").Get(ctx, "mig-user", metav1.GetOptions{})
+	if err != nil || after.UID != before.UID || after.Status.Phase != corev1.PodRunning ||
+		after.Status.ContainerStatuses[0].RestartCount != 0 || after.Status.ContainerStatuses[0].ContainerID != before.Status.ContainerStatuses[0].ContainerID {
+		t.Fatalf("mig-user disturbed by the upgrade: %v %+v", err, after.Status)
+	}
+	eventually(t, "the new agent to keep mig-user's instance in use", 30*time.Second, func() bool {
+		in, ok := holder()
+		return ok && in.State == "in-use" && strings.Contains(in.Pod, "mig-user")
+	})
+	if _, body := httpGet(metrics + "/metrics"); !strings.Contains(body, inUse) {
+		t.Errorf("/metrics after the upgrade lacks %s", inUse)
+	}
+	if m, _ := filepath.Glob("/var/run/cdi/migpro.dev-mig*" + uuid + "*"); len(m) == 0 {
+		t.Errorf("no CDI spec for %s after the upgrade", uuid)
+	}
+
+	// The chart's webhook readmits a pod the Marker evicted, and the agent
+	// in its pod provisions the larger profile for the replacement.
+	helmReadmit(t, cl, k, rolled)
+
+	// (7) uninstall: with the pod gone its instance is idle; the agent
+	// destroys it and removes every spec on its way out.
+	if err := cl.Client.CoreV1().Pods("default").Delete(ctx, "mig-user", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every instance back to idle", 60*time.Second, func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		st, err := agentAPI.Status(cctx)
+		if err != nil {
+			return false
+		}
+		for _, in := range st.Instances {
+			if in.State != "idle" {
+				return false
+			}
+		}
+		return true
+	})
+	h.run(t, "uninstall", "migpro", "--wait", "--timeout", "2m")
+	eventually(t, "the agent pod to be gone", 90*time.Second, func() bool {
+		_, err := cl.Client.CoreV1().Namespaces().Get(ctx, helmNS, metav1.GetOptions{})
+		p, _ := agentPod(t, cl)
+		return p == nil && apierrors.IsNotFound(err)
+	})
+	if left := migproSpecs(); len(left) > 0 {
+		t.Errorf("helm uninstall left CDI specs: %v", left)
+	}
+	sim, err := simgpu.ReadStateFile(filepath.Join(state, "sim", "driver-state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range sim.GPUs {
+		if len(g.GPUInstances) != 0 {
+			t.Errorf("helm uninstall left instances on GPU %d: %+v", g.Index, g.GPUInstances)
+		}
+	}
+}
+
+// helmReadmit runs the readmission through the webhook the chart installed:
+// the trainer Deployment's pod gets a 1g.5gb (provisioned by the agent for
+// the pending pod), the Marker records 2g.10gb and evicts it, the API server
+// calls the chart's migpro-admission for the replacement, which asks for a
+// 2g.10gb and runs on one. The trainer is deleted at the end.
+func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet, agent *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, "the webhook's pod to be Ready", 60*time.Second, func() bool {
+		list, err := cl.Client.CoreV1().Pods(helmNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=migpro-admission"})
+		if err != nil {
+			return false
+		}
+		for _, p := range list.Items {
+			for _, c := range p.Status.Conditions {
+				if p.DeletionTimestamp == nil && c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	createTrainer(t, cl, "", true)
+	old := waitTrainerPod(t, cl.Client, "")
+	eventually(t, "the first trainer pod to run on its 1g.5gb", 90*time.Second, func() bool {
+		p, err := cl.Client.CoreV1().Pods(readmitNS).Get(ctx, old.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
+	if q := old.Spec.Containers[0].Resources.Limits[res1g5]; q.String() != "1" || old.Annotations[readmit.AnnotationReadmitted] != "" {
+		t.Fatalf("first trainer pod changed: limits %v annotations %v", old.Spec.Containers[0].Resources.Limits, old.Annotations)
+	}
+	marker := readmit.NewMarker(cl.Client, readmit.WithNodeName(k.NodeName))
+	mark := readmit.Mark{PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
+		FromProfile: "1g.5gb", ToProfile: "2g.10gb", ForecastBytes: 7 << 30, Reason: string(predictor.ReasonTimeToOOM), Fits: true}
+	if out, err := marker.Handle(ctx, mark); err != nil {
+		t.Fatalf("mark: %+v %v", out, err)
+	}
+	repl := waitTrainerPod(t, cl.Client, old.UID)
+	if q, ok := repl.Spec.Containers[0].Resources.Limits[res2g10]; !ok || q.String() != "1" {
+		t.Fatalf("replacement limits %v: the chart's webhook did not move it to %s", repl.Spec.Containers[0].Resources.Limits, res2g10)
+	}
+	if !strings.Contains(repl.Annotations[readmit.AnnotationReadmitted], res2g10) {
+		t.Errorf("replacement annotations %v", repl.Annotations)
+	}
+	list, err := cl.Client.CoreV1().Pods(helmNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=migpro-admission"})
+	if err != nil || len(list.Items) == 0 {
+		t.Fatalf("webhook pods: %v", err)
+	}
+	raw, _ := cl.Client.CoreV1().Pods(helmNS).GetLogs(list.Items[0].Name, &corev1.PodLogOptions{Container: "webhook"}).DoRaw(ctx)
+	if !strings.Contains(string(raw), "MIG request rewritten") {
+		t.Errorf("the chart's webhook did not log the rewrite:\n%s", raw)
+	}
+	eventually(t, "the replacement to run on a 2g.10gb the agent made for it", 90*time.Second, func() bool {
+		p, err := cl.Client.CoreV1().Pods(readmitNS).Get(ctx, repl.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
+	t.Logf("readmitted %s -> %s through the chart's webhook (%s)", old.Name, repl.Name, repl.Annotations[readmit.AnnotationReadmitted])
+	helmEvictionGuard(t, cl, agent, repl)
+	bg := metav1.DeletePropagationBackground
+	if err := cl.Client.AppsV1().Deployments(readmitNS).Delete(ctx, "trainer", metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the trainer's pods to be gone", 60*time.Second, func() bool {
+		l, err := cl.Client.CoreV1().Pods(readmitNS).List(ctx, metav1.ListOptions{LabelSelector: "app=trainer"})
+		return err == nil && len(l.Items) == 0
+	})
+}
+
+// helmEvictionGuard checks the chart's eviction guard with the identity of
+// the chart's agent pod (a token bound to that pod, as its projected token
+// is): a (dry-run) eviction of a pod on its node passes, one of a pod on
+// another node is refused.
+func helmEvictionGuard(t *testing.T, cl *harness.Cluster, agent, own *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	tok, err := cl.Client.CoreV1().ServiceAccounts(helmNS).CreateToken(ctx, "migpro-agent",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(600),
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: agent.Name, UID: agent.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token bound to the agent pod: %v", err)
+	}
+	as := tokenClient(t, cl, "helm-agent", tok.Status.Token)
+	elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: readmitNS},
+		Spec: corev1.PodSpec{NodeName: "another-node", Containers: []corev1.Container{{Name: "c", Image: harness.BusyboxImageName}}}}
+	mustCreate(t, func() error {
+		_, err := cl.Client.CoreV1().Pods(readmitNS).Create(ctx, elsewhere, metav1.CreateOptions{})
+		return err
+	})
+	evict := func(name string) error {
+		p, err := cl.Client.CoreV1().Pods(readmitNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return as.CoreV1().Pods(readmitNS).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: readmitNS},
+			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}, DryRun: []string{metav1.DryRunAll}}})
+	}
+	if err := evict(own.Name); err != nil {
+		t.Errorf("the agent's eviction of a pod on its own node: %v", err)
+	}
+	err = evict("elsewhere")
+	if err == nil || !strings.Contains(err.Error(), "evictions.migpro.dev") {
+		t.Errorf("the agent's eviction of a pod on another node: %v, want a refusal by the chart's eviction guard", err)
+	}
+	t.Logf("eviction guard: %v", err)
+	if err := cl.Client.CoreV1().Pods(readmitNS).Delete(ctx, "elsewhere", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+}
