@@ -7,6 +7,7 @@ package e2e
 // agent running in a container the kubelet manages, on a simulated GPU.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -230,6 +231,12 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatalf("mig-user sees %v, want one instance", uuids)
 	}
 	uuid := uuids[0]
+	// The agent's resident memory inside its pod, serving one instance.
+	if rss := agentRSS(t); rss == 0 || rss > 64<<20 {
+		t.Errorf("agent RSS in its pod: %.1f MiB, want under 64 MiB", float64(rss)/(1<<20))
+	} else {
+		t.Logf("agent RSS in its pod: %.1f MiB", float64(rss)/(1<<20))
+	}
 	checkDeviceView(t, podLog(t, cl, "mig-user"), uuid)
 
 	// (5) the agent's /metrics shows the instance in use.
@@ -429,4 +436,30 @@ func helmEvictionGuard(t *testing.T, cl *harness.Cluster, agent, own *corev1.Pod
 	if err := cl.Client.CoreV1().Pods(readmitNS).Delete(ctx, "elsewhere", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// agentRSS is the resident memory of the agent the chart runs: the process
+// whose command is the image's /usr/local/bin/migpro-agent (containers share
+// this host's kernel, so /proc shows it).
+func agentRSS(t *testing.T) uint64 {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmd, err := os.ReadFile(p)
+		if err != nil || !bytes.HasPrefix(cmd, []byte("/usr/local/bin/migpro-agent\x00")) {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join(filepath.Dir(p), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			var kb uint64
+			if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	t.Error("no /usr/local/bin/migpro-agent process found")
+	return 0
 }
