@@ -40,7 +40,8 @@ func (a *Agent) cdiDriver() cdi.Driver {
 	}
 	log := a.log.WithField("driver_root", driverRoot)
 	d, err := cdi.NewNVIDIADriver(lib, cdi.WithDriverRoot(driverRoot), cdi.WithDevRoot(devRoot),
-		cdi.WithHookPath(a.cfg.NVIDIACDIHookPath), cdi.WithDeviceEdits(deviceEdits), cdi.WithDriverLogger(a.log))
+		cdi.WithHostDriverRoot(a.cfg.HostDriverRoot), cdi.WithHookPath(a.cfg.NVIDIACDIHookPath), cdi.WithDeviceEdits(deviceEdits),
+		cdi.WithDriverLogger(a.log))
 	if err == nil {
 		_, err = d.CommonEdits()
 	}

@@ -48,8 +48,12 @@ type Config struct {
 	// files, its device nodes and nvidia-cdi-hook for the specs' driver
 	// edits (see docs/cdi.md). Defaults: / (with Simulate, the simulated
 	// node's root), the driver root, /usr/bin/nvidia-cdi-hook.
-	DriverRoot        string
-	DevRoot           string
+	DriverRoot string
+	DevRoot    string
+	// HostDriverRoot is the host's path of DriverRoot, written into the
+	// specs, when the agent runs in a container that mounts the host's
+	// driver root elsewhere (empty: DriverRoot itself).
+	HostDriverRoot    string
 	NVIDIACDIHookPath string
 
 	// PluginDir is the kubelet's device-plugin directory; empty turns the

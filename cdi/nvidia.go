@@ -1,11 +1,16 @@
 package cdi
 
 import (
+	"path/filepath"
+
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"sync"
+
+	"github.com/NVIDIA/nvidia-container-toolkit/pkg/nvcdi/transform"
+	transformroot "github.com/NVIDIA/nvidia-container-toolkit/pkg/nvcdi/transform/root"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/nvidia-container-toolkit/pkg/nvcdi"
@@ -27,6 +32,7 @@ type DriverOption func(*driverConfig)
 
 type driverConfig struct {
 	driverRoot  string
+	hostRoot    string
 	devRoot     string
 	hookPath    string
 	deviceEdits bool
@@ -36,6 +42,12 @@ type driverConfig struct {
 // WithDriverRoot sets where the driver's libraries and binaries are installed
 // (default DefaultDriverRoot).
 func WithDriverRoot(dir string) DriverOption { return func(c *driverConfig) { c.driverRoot = dir } }
+
+// WithHostDriverRoot sets the host's path of the driver root when the agent
+// sees it elsewhere, as in a container that mounts the host's driver root at
+// /driver-root: the files are found under the driver root, and the specs
+// name them under the host's (default: the driver root itself).
+func WithHostDriverRoot(dir string) DriverOption { return func(c *driverConfig) { c.hostRoot = dir } }
 
 // WithDevRoot sets the directory holding dev/ with the driver's device nodes
 // (default: the driver root).
@@ -59,7 +71,10 @@ func WithDriverLogger(l logrus.FieldLogger) DriverOption { return func(c *driver
 // behind nvidia-ctk cdi generate, NVIDIA's device plugin and DRA driver),
 // driven by the NVML it is given.
 type NVIDIADriver struct {
-	lib         nvcdi.Interface
+	lib nvcdi.Interface
+	// toHost rewrites paths under the driver root to the host's driver
+	// root (nil: they are the same).
+	toHost      transform.Transformer
 	version     string
 	deviceEdits bool
 	minorsFile  string
@@ -125,7 +140,12 @@ func NewNVIDIADriver(lib nvml.Interface, opts ...DriverOption) (*NVIDIADriver, e
 	if err != nil {
 		return nil, fmt.Errorf("NVIDIA driver edits: %w", err)
 	}
-	return &NVIDIADriver{lib: cdiLib, version: version, deviceEdits: c.deviceEdits, minorsFile: defaultMIGMinorsFile, log: log}, nil
+	var toHost transform.Transformer
+	if c.hostRoot != "" && filepath.Clean(c.hostRoot) != filepath.Clean(c.driverRoot) {
+		toHost = transformroot.New(transformroot.WithRoot(c.driverRoot), transformroot.WithTargetRoot(c.hostRoot),
+			transformroot.WithRelativeTo("host"))
+	}
+	return &NVIDIADriver{lib: cdiLib, toHost: toHost, version: version, deviceEdits: c.deviceEdits, minorsFile: defaultMIGMinorsFile, log: log}, nil
 }
 
 // driverVersion asks NVML for the driver version, e.g. "570.86.15".
@@ -167,7 +187,19 @@ func (d *NVIDIADriver) discoverCommon() (specs.ContainerEdits, error) {
 	if len(e.Mounts) == 0 {
 		return specs.ContainerEdits{}, fmt.Errorf("driver %s: no driver libraries found for this version", d.version)
 	}
-	return *e.ContainerEdits, nil
+	return d.onHost(*e.ContainerEdits)
+}
+
+// onHost rewrites the edits' paths under the driver root to the host's.
+func (d *NVIDIADriver) onHost(e specs.ContainerEdits) (specs.ContainerEdits, error) {
+	if d.toHost == nil {
+		return e, nil
+	}
+	spec := specs.Spec{ContainerEdits: e}
+	if err := d.toHost.Transform(&spec); err != nil {
+		return specs.ContainerEdits{}, fmt.Errorf("driver %s: paths to the host's driver root: %w", d.version, err)
+	}
+	return spec.ContainerEdits, nil
 }
 
 // DeviceEdits returns nvcdi's edits for the MIG device when DeviceEdits was
@@ -179,7 +211,12 @@ func (d *NVIDIADriver) DeviceEdits(i Instance) (specs.ContainerEdits, bool, erro
 	if _, err := os.Stat(d.minorsFile); errors.Is(err, fs.ErrNotExist) {
 		return specs.ContainerEdits{}, false, nil
 	}
-	return nvcdiMIGEdits(d.lib, i)
+	e, ok, err := nvcdiMIGEdits(d.lib, i)
+	if err != nil || !ok {
+		return e, ok, err
+	}
+	e, err = d.onHost(e)
+	return e, err == nil, err
 }
 
 // nvcdiMIGEdits asks nvcdi for the edits of one MIG device by its UUID.

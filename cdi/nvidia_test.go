@@ -247,3 +247,41 @@ func TestDriverWithoutLibraries(t *testing.T) {
 		t.Errorf("missing driver root: %v", err)
 	}
 }
+
+// An agent in a container sees the host's driver root at another path: the
+// specs must name the host's files, which the container runtime opens.
+func TestSpecNamesTheHostDriverRoot(t *testing.T) {
+	f := newSimFixture(t, testDriverVersion)
+	const hostRoot = "/host/nvidia-driver"
+	d, err := NewNVIDIADriver(f.nvml, WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot),
+		WithHostDriverRoot(hostRoot), WithHookPath("/opt/test/nvidia-cdi-hook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := d.CommonEdits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Mounts) == 0 {
+		t.Fatal("no mounts")
+	}
+	for _, m := range e.Mounts {
+		if !strings.HasPrefix(m.HostPath, hostRoot+"/") || strings.Contains(m.HostPath, f.driverRoot) {
+			t.Errorf("mount %s from %s, want it under the host's driver root %s", m.ContainerPath, m.HostPath, hostRoot)
+		}
+	}
+	for _, h := range e.Hooks {
+		for _, a := range h.Args {
+			if strings.Contains(a, f.driverRoot) {
+				t.Errorf("hook %v keeps the agent's view of the driver root %s", h.Args, f.driverRoot)
+			}
+		}
+	}
+	same, err := NewNVIDIADriver(f.nvml, WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot), WithHostDriverRoot(f.driverRoot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := same.CommonEdits(); err != nil || !strings.HasPrefix(e.Mounts[0].HostPath, f.driverRoot+"/") {
+		t.Errorf("host root equal to the driver root changed the paths: %v %v", e.Mounts, err)
+	}
+}

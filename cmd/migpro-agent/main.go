@@ -38,6 +38,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.CDISpecDir, "cdi-dir", def.CDISpecDir, "CDI spec directory")
 	fs.StringVar(&cfg.CDIKind, "cdi-kind", def.CDIKind, "CDI kind of the instances")
 	fs.StringVar(&cfg.DriverRoot, "driver-root", "", "root of the NVIDIA driver's libraries and binaries put in the CDI specs, and where libnvidia-ml.so.1 is loaded from when set (default /, loading NVML by name; with --simulate, the simulated node's root)")
+	fs.StringVar(&cfg.HostDriverRoot, "host-driver-root", "", "the host's path of --driver-root, written into the CDI specs, when the agent runs in a container that mounts the host's driver root elsewhere (default: --driver-root)")
 	fs.StringVar(&cfg.DevRoot, "dev-root", "", "root of the NVIDIA device nodes, the directory holding dev/ (default: the driver root)")
 	fs.StringVar(&cfg.NVIDIACDIHookPath, "nvidia-cdi-hook-path", cdi.DefaultNVIDIACDIHookPath, "host path of nvidia-cdi-hook named in the CDI specs' hooks")
 	fs.StringVar(&cfg.PluginDir, "plugin-dir", defaults.PluginDir, "kubelet device-plugin directory; empty disables the plugins")
