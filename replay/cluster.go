@@ -85,6 +85,12 @@ func LoadModel(name string) (*Model, error) {
 	if len(m.Profiles) == 0 {
 		return nil, fmt.Errorf("model %s offers no MIG profiles", name)
 	}
+	m.rankProfiles()
+	return m, nil
+}
+
+// rankProfiles orders the profiles by size and picks the whole-GPU one.
+func (m *Model) rankProfiles() {
 	for _, p := range m.Profiles {
 		m.sizes = append(m.sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.Memory, Slices: p.Slices})
 	}
@@ -95,7 +101,6 @@ func LoadModel(name string) (*Model, error) {
 			m.Full = p
 		}
 	}
-	return m, nil
 }
 
 // loadMixed reads a mixed node spec (see LoadModel).
@@ -138,16 +143,7 @@ func loadMixed(spec string) (*Model, error) {
 	if len(u.perGPU) > 64 {
 		return nil, fmt.Errorf("node %s: %d GPUs, at most 64", spec, len(u.perGPU))
 	}
-	for _, p := range u.Profiles {
-		u.sizes = append(u.sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.Memory, Slices: p.Slices})
-	}
-	estimator.SortProfiles(u.sizes)
-	sort.SliceStable(u.Profiles, func(i, j int) bool { return u.rank(u.Profiles[i].Name) < u.rank(u.Profiles[j].Name) })
-	for _, p := range u.Profiles {
-		if p.Slices > u.Full.Slices || (p.Slices == u.Full.Slices && p.Memory > u.Full.Memory) {
-			u.Full = p
-		}
-	}
+	u.rankProfiles()
 	return u, nil
 }
 
