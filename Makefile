@@ -15,7 +15,7 @@ RACE_PKGS ?= ./partitioner/... ./plugin/... ./predictor/... ./telemetry/... ./gp
 TEST_TARGETS :=
 -include mk/*.mk
 
-.PHONY: build demo test test-unit test-race lint bench
+.PHONY: build demo test test-deps test-unit test-race lint bench
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
@@ -30,10 +30,15 @@ lint: golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test-unit:
+# What the unit tests drive for real: podman (and its static busybox) in
+# ./cdi and ./internal/imagebuild, helm in ./deploy. Those tests fail, never
+# skip, when these are missing, so both test targets install them first.
+test-deps: e2e-deps-podman e2e-deps-helm
+
+test-unit: test-deps
 	$(GO) test -count=1 ./...
 
-test-race:
+test-race: test-deps
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
 test: lint test-unit test-race $(TEST_TARGETS)

@@ -22,7 +22,7 @@ import (
 
 func TestPodmanRunsSpec(t *testing.T) {
 	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman not installed")
+		t.Fatal("podman not installed: run `make e2e-deps-podman` (make test-unit does)")
 	}
 	d := newFakeDriver(t)
 	d.addGPU(0)
@@ -47,7 +47,7 @@ func TestPodmanRunsSpec(t *testing.T) {
 	}
 	bb, err := os.ReadFile("/usr/bin/busybox")
 	if err != nil {
-		t.Skip("no static busybox")
+		t.Fatalf("no static busybox: %v (run `make e2e-deps-podman`, as make test-unit does)", err)
 	}
 	if err := os.WriteFile(filepath.Join(rootfs, "bin", "busybox"), bb, 0o755); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	admregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
@@ -227,6 +228,36 @@ func TestChartCertManager(t *testing.T) {
 	for _, key := range []string{"MutatingWebhookConfiguration/migpro-readmit", "ValidatingWebhookConfiguration/migpro-agent-evictions"} {
 		if !strings.Contains(string(r.docs[key]), "cert-manager.io/inject-ca-from: migpro-system/migpro-admission") {
 			t.Errorf("%s lacks the inject-ca-from annotation", key)
+		}
+	}
+}
+
+// TestChartEvictionNeedsTheGuard: the agent may evict only where the
+// admission eviction guard keeps it on its own node. With admission off the
+// ClusterRole grants no pods/eviction, so a compromised node cannot evict
+// pods elsewhere in the cluster.
+func TestChartEvictionNeedsTheGuard(t *testing.T) {
+	for _, tc := range []struct {
+		set       []string
+		wantEvict bool
+	}{
+		{nil, true},
+		{[]string{"--set", "admission.enabled=false"}, false},
+	} {
+		r := renderChart(t, tc.set...)
+		var role rbacv1.ClusterRole
+		r.decode(t, "ClusterRole/migpro-agent-readmit", &role)
+		evict := false
+		for _, rule := range role.Rules {
+			for _, res := range rule.Resources {
+				if res == "pods/eviction" {
+					evict = true
+				}
+			}
+		}
+		_, guard := r.docs["ValidatingWebhookConfiguration/migpro-agent-evictions"]
+		if evict != tc.wantEvict || guard != tc.wantEvict {
+			t.Errorf("%v: pods/eviction granted %v, eviction guard rendered %v; want both %v", tc.set, evict, guard, tc.wantEvict)
 		}
 	}
 }

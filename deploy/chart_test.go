@@ -21,7 +21,7 @@ func helmBinary(t *testing.T) string {
 	if p, err := exec.LookPath("helm"); err == nil {
 		return p
 	}
-	t.Skip("helm not built: run `make e2e-deps-helm` (this test compares deploy/kubernetes/ with the chart)")
+	t.Fatal("helm not built: run `make e2e-deps-helm` (make test-unit does)")
 	return ""
 }
 

@@ -27,7 +27,17 @@ func fakeBin(t *testing.T) Sources {
 			}
 		}
 	}
-	return Sources{BinDir: dir, Busybox: "/bin/busybox"}
+	return Sources{BinDir: dir, Busybox: staticBusybox(t)}
+}
+
+// staticBusybox is Debian's busybox-static, which `make test-unit` installs.
+func staticBusybox(t *testing.T) string {
+	t.Helper()
+	const p = "/bin/busybox"
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%v: install busybox-static (make test-unit does, through make e2e-deps-podman)", err)
+	}
+	return p
 }
 
 // Every program in an assembled image finds its loader and libraries inside
@@ -65,7 +75,7 @@ func TestAssembledProgramsRunInTheImage(t *testing.T) {
 }
 
 func TestELFDepsOfAStaticProgramIsEmpty(t *testing.T) {
-	deps, err := ELFDeps("/bin/busybox")
+	deps, err := ELFDeps(staticBusybox(t))
 	if err != nil || len(deps) != 0 {
 		t.Errorf("ELFDeps(static busybox) = %v, %v; want none", deps, err)
 	}
