@@ -54,7 +54,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer, a *Agent) error {
-	for _, c := range []prometheus.Collector{m.nvmlOps, m.nvmlSeconds, m.demand, m.allocate, m.marks, m.readmissions, instancesCollector{a}} {
+	for _, c := range []prometheus.Collector{m.nvmlOps, m.nvmlSeconds, m.demand, m.allocate, m.marks, m.readmissions, instancesCollector{a}, waitingCollector{a}} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -127,5 +127,23 @@ func (c instancesCollector) Collect(ch chan<- prometheus.Metric) {
 	c.a.mu.Unlock()
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n), strconv.Itoa(k.gpu), k.profile, k.state)
+	}
+}
+
+// waitingCollector reports the demand waiting now, by profile: pending pods
+// the cluster demand source saw and local callers told to wait. It reads the
+// same snapshot the partitioner is fed, at scrape time.
+type waitingCollector struct{ a *Agent }
+
+var waitingDesc = prometheus.NewDesc("migpro_demand_waiting",
+	"Requests waiting for an instance now, by profile (pending pods and local callers told to wait).",
+	[]string{"profile"}, nil)
+
+func (waitingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- waitingDesc }
+
+func (c waitingCollector) Collect(ch chan<- prometheus.Metric) {
+	waiting := c.a.PendingDemand()
+	for _, p := range c.a.part.Profiles() {
+		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(waiting[p]), p)
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin"
 )
 
@@ -158,5 +160,45 @@ func TestReadyWaitsForKubeletRegistrationAndAllocateIsTimed(t *testing.T) {
 	_, m := get(t, a, PathMetrics)
 	if v := sample(t, m, "migpro_kubelet_allocate_duration_seconds_count", `resource="nvidia\.com/mig-1g\.5gb",result="ok"`); v != 1 {
 		t.Fatalf("Allocate latency samples = %v, want 1:\n%s", v, m)
+	}
+}
+
+// The demand families follow what the cluster provisioner does: a served
+// provision, one that must wait, and the demand waiting now.
+func TestMetricsDemandServedAndWaiting(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.MetricsAddr = "127.0.0.1:0"
+	a := e.start(t)
+	runAgent(t, a)
+	ctx := context.Background()
+	p := a.ClusterProvisioner()
+	for i := 0; i < 2; i++ {
+		if err := p.Provision(ctx, "3g.20gb", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both idle 3g.20gb are reserved, so a third must wait.
+	if err := p.Provision(ctx, "3g.20gb", map[string]int{"3g.20gb": 2}); !errors.Is(err, partitioner.ErrMustWait) {
+		t.Fatalf("third 3g.20gb: %v, want ErrMustWait", err)
+	}
+	p.ObservePending(map[string]int{"3g.20gb": 1, "1g.5gb": 3})
+	_, body := get(t, a, PathMetrics)
+	for _, c := range []struct {
+		name, labels string
+		want         float64
+	}{
+		{"migpro_demand_provisions_total", `profile="3g\.20gb",result="served"`, 2},
+		{"migpro_demand_provisions_total", `profile="3g\.20gb",result="waiting"`, 1},
+		{"migpro_demand_waiting", `profile="3g\.20gb"`, 1},
+		{"migpro_demand_waiting", `profile="1g\.5gb"`, 3},
+		{"migpro_demand_waiting", `profile="7g\.40gb"`, 0},
+	} {
+		if v := sample(t, body, c.name, c.labels); v != c.want {
+			t.Errorf("%s{%s} = %v, want %v", c.name, c.labels, v, c.want)
+		}
+	}
+	p.ObservePending(nil)
+	if _, body = get(t, a, PathMetrics); sample(t, body, "migpro_demand_waiting", `profile="1g\.5gb"`) != 0 {
+		t.Errorf("1g.5gb still waiting after the source reported nothing waits")
 	}
 }
