@@ -219,6 +219,18 @@ func TestHelmInstall(t *testing.T) {
 	if code, body := httpGet(metrics + "/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz: %d %s", code, body)
 	}
+	// The agent labels its node with what it offers, through the real API
+	// server and the node policy the chart installs.
+	eventually(t, "the agent's migpro.dev/ node labels", 30*time.Second, func() bool {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, k.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		l := n.Labels
+		return l["migpro.dev/gpu.count"] == "1" && l["migpro.dev/mig.capable"] == "true" &&
+			strings.Contains(l["migpro.dev/gpu.product"], "A100") &&
+			l["migpro.dev/profile.1g.5gb"] == "true" && l["migpro.dev/profile.7g.40gb"] == "true"
+	})
 
 	// (4) a pod asking for a 1g.5gb runs and sees its instance.
 	mustCreate(t, func() error {
