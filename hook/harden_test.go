@@ -129,35 +129,58 @@ func TestSymlinkTargetCannotForgeALogLine(t *testing.T) {
 	}
 }
 
-// TestReadOnlyRootfsFailsOpen: EROFS (podman run --read-only) is not an
-// attack: the container starts without telemetry, with one log line, and
-// the agent keeps no registration. A symlink stays a refusal.
-func TestReadOnlyRootfsFailsOpen(t *testing.T) {
+// TestOrdinaryRootfsFailuresFailOpen: a read-only rootfs (EROFS, podman run
+// --read-only), a full one (ENOSPC) and one the hook may not write (EPERM,
+// an immutable directory) are not attacks: the container starts without
+// telemetry, with one log line naming the cause, and the agent keeps no
+// registration. With FailClosed each is refused as ErrNoMountPoint.
+func TestOrdinaryRootfsFailuresFailOpen(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounts need root")
 	}
-	s, sock := telemetrytest.Serve(t)
-	rootfs := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", rootfs).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", rootfs).Run() })
-	pid := fakeContainer(t)
-	bundle := bundleFor(t, rootfs, "NVIDIA_VISIBLE_DEVICES=MIG-1")
-	var logs []string
-	cfg := Config{AgentSocket: sock, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
-	res, err := Run(cfg, stateJSON("ro", pid, bundle, "creating"))
-	if err != nil || res.Skipped != "fail-open" || res.Injected {
-		t.Fatalf("read-only rootfs: %+v %v, want fail-open", res, err)
-	}
-	if len(logs) != 1 || !strings.Contains(logs[0], "without telemetry") || !strings.Contains(logs[0], "read-only") {
-		t.Fatalf("want one line saying it starts without telemetry on a read-only rootfs, got %q", logs)
-	}
-	if len(s.Top().Containers) != 0 {
-		t.Fatal("registration left behind")
-	}
-	cfg.FailClosed = true
-	if _, err := Run(cfg, stateJSON("ro", pid, bundle, "creating")); !errors.Is(err, ErrNoMountPoint) {
-		t.Fatalf("fail-closed on a read-only rootfs: %v", err)
+	for _, tc := range []struct {
+		name, opts string
+		prepare    func(t *testing.T, rootfs string)
+		cause      string
+	}{
+		{"read-only", "ro,size=1m", nil, "read-only file system"},
+		// The root directory is the only inode: nothing more can be made.
+		{"full", "size=1m,nr_inodes=1", nil, "no space left on device"},
+		{"immutable", "size=1m", func(t *testing.T, rootfs string) {
+			if out, err := exec.Command("chattr", "+i", rootfs).CombinedOutput(); err != nil {
+				t.Fatalf("chattr +i: %v %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("chattr", "-i", rootfs).Run() })
+		}, "operation not permitted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, sock := telemetrytest.Serve(t)
+			rootfs := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", tc.opts, "tmpfs", rootfs).CombinedOutput(); err != nil {
+				t.Fatalf("mount: %v %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", rootfs).Run() })
+			if tc.prepare != nil {
+				tc.prepare(t, rootfs)
+			}
+			pid := fakeContainer(t)
+			bundle := bundleFor(t, rootfs, "NVIDIA_VISIBLE_DEVICES=MIG-1")
+			var logs []string
+			cfg := Config{AgentSocket: sock, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
+			res, err := Run(cfg, stateJSON("c0", pid, bundle, "creating"))
+			if err != nil || res.Skipped != "fail-open" || res.Injected {
+				t.Fatalf("%s rootfs: %+v %v, want fail-open", tc.name, res, err)
+			}
+			if len(logs) != 1 || !strings.Contains(logs[0], "without telemetry") || !strings.Contains(logs[0], tc.cause) {
+				t.Fatalf("want one line saying it starts without telemetry because of %q, got %q", tc.cause, logs)
+			}
+			if len(s.Top().Containers) != 0 {
+				t.Fatal("registration left behind")
+			}
+			cfg.FailClosed = true
+			if _, err := Run(cfg, stateJSON("c0", pid, bundle, "creating")); !errors.Is(err, ErrNoMountPoint) {
+				t.Fatalf("fail-closed on a %s rootfs: %v", tc.name, err)
+			}
+		})
 	}
 }
