@@ -120,7 +120,14 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	if a.ckpt, err = newCheckpointStore(a.cfg.StateDir); err != nil {
 		return nil, err
 	}
-	if a.cdi, err = cdi.NewWriter(a.cdiOptions()...); err != nil {
+	if err := a.installSimDriver(); err != nil {
+		return nil, err
+	}
+	cdiOpts, err := a.cdiOptions()
+	if err != nil {
+		return nil, err
+	}
+	if a.cdi, err = cdi.NewWriter(cdiOpts...); err != nil {
 		return nil, err
 	}
 	policy, err := partitioner.PolicyByName(a.cfg.Policy)

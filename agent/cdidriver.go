@@ -1,56 +1,138 @@
 package agent
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
 
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/cdi"
+	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
 )
 
+// driverRoot is where the driver's libraries and binaries are found:
+// DriverRoot, else the simulated node's root when simulating, else /.
+func (a *Agent) driverRoot() string {
+	switch {
+	case a.cfg.DriverRoot != "":
+		return a.cfg.DriverRoot
+	case a.sim != nil:
+		return a.cfg.SimRoot
+	default:
+		return cdi.DefaultDriverRoot
+	}
+}
+
+// devRoot is the directory holding dev/ with the driver's device nodes:
+// DevRoot, else the simulated node's (when simulating) or the driver root.
+func (a *Agent) devRoot() string {
+	if a.cfg.DevRoot != "" {
+		return a.cfg.DevRoot
+	}
+	if a.sim != nil {
+		return filepath.Dir(a.node.Paths().DevDir)
+	}
+	return a.driverRoot()
+}
+
+// specPaths are the node's driver paths for the specs' device nodes, with
+// the device nodes under DevRoot when it is set, so every node in a spec,
+// the driver's and the instance's own, comes from the same dev root.
+func (a *Agent) specPaths() gpu.DriverPaths {
+	p := a.node.Paths()
+	if a.cfg.DevRoot != "" {
+		p.DevDir = filepath.Join(a.cfg.DevRoot, "dev")
+	}
+	return p
+}
+
+// installSimDriver lays the simulated driver's user space (the stubs in
+// SimDriver) out under the driver root, for SimDriverVersion, before the
+// specs are written: migpro-agent --simulate's specs carry the driver with
+// no manual step.
+func (a *Agent) installSimDriver() error {
+	if a.sim == nil || a.cfg.SimDriver == "" {
+		return nil
+	}
+	root := a.driverRoot()
+	if err := simgpu.InstallDriver(root, a.cfg.SimDriver, a.cfg.SimDriverVersion); err != nil {
+		return fmt.Errorf("simulated driver: %w", err)
+	}
+	a.log.WithFields(logrus.Fields{"driver_root": root, "driver_version": a.cfg.SimDriverVersion, "stubs": a.cfg.SimDriver}).
+		Info("simulated driver installed")
+	return nil
+}
+
 // cdiDriver makes the driver's part of the CDI specs (see docs/cdi.md) from
 // the agent's own NVML: the simulated one when simulating, the real one
-// otherwise. Without a usable driver (no libraries for the NVML-reported
-// version under the driver root, or no NVML), it warns and returns nil: the
-// specs then carry the device nodes only, and a container needs its image
-// to bring the driver's libraries.
-func (a *Agent) cdiDriver() cdi.Driver {
-	driverRoot, devRoot := a.cfg.DriverRoot, a.cfg.DevRoot
+// otherwise.
+//
+// Without a usable driver (no libraries for the NVML-reported version under
+// the driver root, or no NVML) the specs cannot carry it. If specs on disk
+// carry it from an earlier run, the agent refuses to start: rewriting them
+// without the driver would leave every new container on the node without
+// libcuda, while the specs as they are keep naming the driver that was
+// there. Otherwise it logs one error and returns nil: the specs carry the
+// device nodes only, and containers need the driver from elsewhere (their
+// image, or NVIDIA's runtime).
+func (a *Agent) cdiDriver() (cdi.Driver, error) {
 	var lib nvml.Interface
 	deviceEdits := false
 	if a.sim != nil {
 		lib = a.sim.Lib()
-		if driverRoot == "" {
-			driverRoot = a.cfg.SimRoot
-		}
-		if devRoot == "" {
-			devRoot = filepath.Dir(a.node.Paths().DevDir)
-		}
 	} else {
 		lib = nvml.New()
 		// nvcdi's MIG device edits need the driver's MIG minors file, which
 		// only a real driver has.
 		deviceEdits = true
 	}
-	if driverRoot == "" {
-		driverRoot = cdi.DefaultDriverRoot
-	}
+	driverRoot := a.driverRoot()
 	log := a.log.WithField("driver_root", driverRoot)
-	d, err := cdi.NewNVIDIADriver(lib, cdi.WithDriverRoot(driverRoot), cdi.WithDevRoot(devRoot),
+	d, err := cdi.NewNVIDIADriver(lib, cdi.WithDriverRoot(driverRoot), cdi.WithDevRoot(a.devRoot()),
 		cdi.WithHostDriverRoot(a.cfg.HostDriverRoot), cdi.WithHookPath(a.cfg.NVIDIACDIHookPath), cdi.WithDeviceEdits(deviceEdits),
 		cdi.WithDriverLogger(a.log))
 	if err == nil {
 		_, err = d.CommonEdits()
 	}
-	if err != nil {
-		log.WithError(err).Warn("no NVIDIA driver user space for the CDI specs: they carry the device nodes only")
-		return nil
+	if err == nil {
+		log.WithField("driver_version", d.Version()).Info("CDI specs carry the NVIDIA driver")
+		return d, nil
 	}
-	log.WithField("driver_version", d.Version()).Info("CDI specs carry the NVIDIA driver")
-	return d
+	carrying, lerr := a.specsCarryingDriver()
+	if lerr != nil {
+		return nil, fmt.Errorf("CDI specs: no NVIDIA driver under driver root %s (%w), and the specs on disk cannot be checked for one: %w", driverRoot, err, lerr)
+	}
+	if carrying > 0 {
+		return nil, fmt.Errorf("CDI specs: no NVIDIA driver under driver root %s (%w), but %d spec(s) in %s carry one: refusing to start rather than rewrite them without it; install the driver, fix --driver-root, or remove those specs to run without the driver",
+			driverRoot, err, carrying, a.cfg.CDISpecDir)
+	}
+	msg := "CDI specs will carry no NVIDIA driver (device nodes only): containers get no libcuda or nvidia-smi from migpro"
+	if a.sim != nil && a.cfg.SimDriver == "" {
+		msg += "; no simulated driver was installed (build the stubs with `make simdriver`, or pass --sim-driver DIR)"
+	}
+	log.WithError(err).Error(msg)
+	return nil, nil
+}
+
+// specsCarryingDriver counts the specs of the agent's kind on disk that
+// carry the driver's edits.
+func (a *Agent) specsCarryingDriver() (int, error) {
+	w, err := cdi.NewWriter(cdi.WithSpecDir(a.cfg.CDISpecDir), cdi.WithKind(a.cfg.CDIKind), cdi.WithLogger(a.log))
+	if err != nil {
+		return 0, err
+	}
+	files, err := w.List()
+	n := 0
+	for _, f := range files {
+		if f.Driver {
+			n++
+		}
+	}
+	return n, err
 }
 
 // simDriverEdits give a container the simulated driver's state directory,

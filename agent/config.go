@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/predictor"
 )
@@ -22,6 +23,15 @@ type Config struct {
 	// SimRoot holds the simulated GPUs' device nodes and driver state
 	// (default <StateDir>/sim).
 	SimRoot string
+	// SimDriver is a directory of the simulated driver's stubs
+	// (simgpu.StubFiles, built by `make simdriver`), installed at start
+	// under the driver root (DriverRoot, else SimRoot) for SimDriverVersion,
+	// so the specs carry the simulated driver. Empty installs nothing.
+	SimDriver string
+	// SimDriverVersion is the driver version the simulated NVML reports and
+	// the stubs are installed as (default simgpu.DriverVersion); changing it
+	// between starts plays a driver upgrade.
+	SimDriverVersion string
 
 	// CapsDir is where the host's /proc/driver/nvidia/capabilities can be
 	// read (a pod mounts it elsewhere, because runtimes refuse mounts under
@@ -127,6 +137,7 @@ func (c Config) Defaults() Config {
 	if c.SimRoot == "" {
 		c.SimRoot = c.StateDir + "/sim"
 	}
+	set(&c.SimDriverVersion, simgpu.DriverVersion)
 	if c.TrackEvery == 0 {
 		c.TrackEvery = 5 * time.Second
 	}

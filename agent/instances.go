@@ -21,22 +21,26 @@ const ownerKubelet = "kubelet"
 
 func (a *Agent) simOptions() []simgpu.Option {
 	return []simgpu.Option{simgpu.WithSeed(a.cfg.Seed), simgpu.WithRoot(a.cfg.SimRoot),
-		simgpu.WithStateFile(filepath.Join(a.cfg.SimRoot, "driver-state.json"))}
+		simgpu.WithStateFile(filepath.Join(a.cfg.SimRoot, "driver-state.json")), simgpu.WithDriverVersion(a.cfg.SimDriverVersion)}
 }
 
-func (a *Agent) cdiOptions() []cdi.Option {
+func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 	opts := []cdi.Option{cdi.WithSpecDir(a.cfg.CDISpecDir), cdi.WithKind(a.cfg.CDIKind), cdi.WithLogger(a.log)}
 	if a.cfg.HookPath != "" {
 		e := hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath, AgentSocket: a.cfg.Socket})
 		opts = append(opts, cdi.WithExtraEdits(toCDIEdits(e)))
 	}
-	if d := a.cdiDriver(); d != nil {
+	d, err := a.cdiDriver()
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
 		opts = append(opts, cdi.WithDriver(d))
 		if a.sim != nil {
 			opts = append(opts, cdi.WithExtraEdits(simDriverEdits(a.cfg.SimRoot)))
 		}
 	}
-	return opts
+	return opts, nil
 }
 
 // toCDIEdits turns the hook package's plain description into CDI edits.
@@ -57,7 +61,7 @@ func (a *Agent) writeSpec(in partitioner.Instance) error {
 	if !ok {
 		return fmt.Errorf("write CDI spec for %s: no GPU %d", in.UUID, in.GPU)
 	}
-	name, err := a.cdi.Write(cdi.Instance{UUID: in.UUID, GPUIndex: in.GPU, GPUMinor: dev.Minor(), GIID: in.GIID, CIID: in.CIID, Profile: in.Profile}, a.node.Paths())
+	name, err := a.cdi.Write(cdi.Instance{UUID: in.UUID, GPUIndex: in.GPU, GPUMinor: dev.Minor(), GIID: in.GIID, CIID: in.CIID, Profile: in.Profile}, a.specPaths())
 	if err != nil {
 		return fmt.Errorf("write CDI spec for %s: %w", in.UUID, err)
 	}

@@ -21,6 +21,10 @@ type SpecFile struct {
 	Name string
 	// Path is the spec file.
 	Path string
+	// Driver says the spec carries the driver's common edits (the driver's
+	// files are mounted by the spec-level edits, which only the driver
+	// fills).
+	Driver bool
 }
 
 // List returns the specs of this writer's kind in the spec directory, sorted
@@ -81,5 +85,6 @@ func (w *Writer) readSpecFile(path string) (*SpecFile, error) {
 	if uuid == "" {
 		return nil, fmt.Errorf("spec %s has no %s", path, EnvNvidiaVisibleDevices)
 	}
-	return &SpecFile{UUID: uuid, Name: parser.QualifiedName(w.vendor, w.class, d.Name), Path: path}, nil
+	return &SpecFile{UUID: uuid, Name: parser.QualifiedName(w.vendor, w.class, d.Name), Path: path,
+		Driver: len(s.ContainerEdits.Mounts) > 0}, nil
 }

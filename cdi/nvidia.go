@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/NVIDIA/nvidia-container-toolkit/pkg/nvcdi/transform"
@@ -179,7 +181,7 @@ func (d *NVIDIADriver) CommonEdits() (specs.ContainerEdits, error) {
 func (d *NVIDIADriver) discoverCommon() (specs.ContainerEdits, error) {
 	e, err := d.lib.GetCommonEdits()
 	if err != nil {
-		return specs.ContainerEdits{}, fmt.Errorf("driver %s: %w", d.version, err)
+		return specs.ContainerEdits{}, fmt.Errorf("driver %s: %w", d.version, oneLine(err))
 	}
 	if e == nil || e.ContainerEdits == nil {
 		return specs.ContainerEdits{}, fmt.Errorf("driver %s: nvcdi returned no common edits", d.version)
@@ -230,6 +232,30 @@ func nvcdiMIGEdits(lib nvcdi.Interface, i Instance) (specs.ContainerEdits, bool,
 	}
 	return devs[0].ContainerEdits, true, nil
 }
+
+// oneLine folds a multi-line error (nvcdi joins its lookups' errors with
+// newlines, each often twice) into one line of distinct parts, so it reaches
+// the user as one line; it still wraps err.
+func oneLine(err error) error {
+	if !strings.Contains(err.Error(), "\n") {
+		return err
+	}
+	var parts []string
+	for _, p := range strings.Split(err.Error(), "\n") {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	}
+	return &lineError{msg: strings.Join(parts, "; "), err: err}
+}
+
+type lineError struct {
+	msg string
+	err error
+}
+
+func (e *lineError) Error() string { return e.msg }
+func (e *lineError) Unwrap() error { return e.err }
 
 // nvcdiLogger passes nvcdi's messages to logrus. nvcdi warns about every
 // optional file a driver may lack (graphics libraries, IPC sockets), so its

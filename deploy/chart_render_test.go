@@ -157,11 +157,22 @@ func TestChartDefaults(t *testing.T) {
 	}
 }
 
-// TestChartSimulate: simulate passes --simulate and mounts no driver.
+// TestChartSimulate: simulate passes --simulate, the simulated node's root
+// under the state directory (mounted at its host path) and the image's
+// simulated driver stubs, and mounts no driver.
 func TestChartSimulate(t *testing.T) {
 	r := renderChart(t, "--set", "simulate=a100-40gb:2")
-	if !strings.Contains(r.agentArgs(), "--simulate=a100-40gb:2") || strings.Contains(r.agentArgs(), "--driver-root") {
-		t.Errorf("agent args %q", r.agentArgs())
+	args := r.agentArgs()
+	for _, want := range []string{"--simulate=a100-40gb:2", "--sim-root=/var/lib/migpro/sim", "--sim-driver=/usr/local/lib/migpro/simdriver"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("agent args %q lack %s", args, want)
+		}
+	}
+	if strings.Contains(args, "--driver-root") {
+		t.Errorf("agent args %q", args)
+	}
+	if def := renderChart(t).agentArgs(); strings.Contains(def, "--sim-") {
+		t.Errorf("agent args without simulate %q", def)
 	}
 	for _, v := range r.ds.Spec.Template.Spec.Volumes {
 		if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, "/proc") || v.Name == "driver-root" {

@@ -91,7 +91,7 @@ int main(void)
 `
 
 // cudaEnv is what the CUDA tests share: the simulated driver's stubs, the
-// driver root made from them, the shim, and a root filesystem.
+// driver root the agent installs them into, the shim, and a root filesystem.
 type cudaEnv struct {
 	stubs      simdrivertest.Stubs
 	driverRoot string
@@ -132,11 +132,8 @@ func newCUDAEnv(t *testing.T) *cudaEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &cudaEnv{stubs: cudaArt.stubs, driverRoot: filepath.Join(dir, "driver"), shim: shimArt.Shim}
-	if err := simgpu.InstallDriverRoot(e.driverRoot, e.stubs.Dir); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	// The agent installs the simulated driver there itself (--sim-driver).
+	return &cudaEnv{stubs: cudaArt.stubs, driverRoot: filepath.Join(dir, "driver"), shim: shimArt.Shim}
 }
 
 func buildChain(dir string) (string, error) {
@@ -188,11 +185,12 @@ func (e *cudaEnv) glibcRootfs(t *testing.T) string {
 	return root
 }
 
-// startCUDAAgent runs the agent with the simulated driver root, the real
-// nvidia-cdi-hook and the telemetry hook and shim.
+// startCUDAAgent runs the agent with the simulated driver, which it installs
+// from the stubs under --driver-root, the real nvidia-cdi-hook and the
+// telemetry hook and shim.
 func (e *cudaEnv) startCUDAAgent(t *testing.T, extra ...string) *agentProc {
 	t.Helper()
-	args := append([]string{"--driver-root", e.driverRoot, "--nvidia-cdi-hook-path", harness.Bin(t, "nvidia-cdi-hook"),
+	args := append([]string{"--sim-driver", e.stubs.Dir, "--driver-root", e.driverRoot, "--nvidia-cdi-hook-path", harness.Bin(t, "nvidia-cdi-hook"),
 		"--hook", migproBin(t, "migpro-hook"), "--shim", e.shim, "--poll-every", "100ms"}, extra...)
 	return startAgent(t, "a100-40gb", args...)
 }
@@ -255,24 +253,7 @@ func TestCUDAFromSpec(t *testing.T) {
 				"/app/cudaprog init ctx alloc:268435456 pause free:3 alloc:1048576 < /tmp/go")
 		}()
 		w := openFIFO(t, fifo, done)
-		deadline := time.Now().Add(60 * time.Second)
-		var seen string
-		for {
-			var ok bool
-			for _, c := range a.top(t).Containers {
-				if len(c.MIGUUIDs) == 1 && c.MIGUUIDs[0] == uuid {
-					seen = fmt.Sprintf("%+v", c)
-					ok = c.ShimBytes == cudaAllocBytes && c.NVMLBytes == cudaAllocBytes
-				}
-			}
-			if ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("top never showed %d bytes from the shim and NVML on %s; last %s\nagent log:\n%s", cudaAllocBytes, uuid, seen, a.logTail())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitTopAgrees(t, a, uuid)
 		// The agent restarts while the program holds its memory: the specs
 		// are written again (a driver upgrade is picked up this way), the
 		// instance keeps its name, and the running program keeps working.
@@ -312,8 +293,76 @@ func TestCUDAFromSpec(t *testing.T) {
 		args = append(args, harness.DeviceFlags(name)...)
 		args = append(args, image, "cuda-ctr", "sh", "-c", cudaScript(plainSteps))
 		checkCUDAOutput(t, c.Ctr(t, args...).Must(t).Combined(), uuid)
+
+		// A task holding its allocation: migctl top and the simulated NVML
+		// agree on its bytes, as in the podman run.
+		release := a.releaseFile("containerd")
+		done := make(chan harness.Result, 1)
+		go func() {
+			done <- c.RunTask(t, ns, "cuda-hold", image, oci.WithProcessArgs("sh", "-c", holdScript(release)), cdi.WithCDIDevices(name))
+		}()
+		waitTopAgrees(t, a, uuid)
+		releaseHold(t, a, release, done)
 		a.mustMigctl(t, "free", name)
 	})
+}
+
+// holdScript allocates cudaAllocBytes and holds them until the host creates
+// the release file in the simulated driver's state directory (the spec
+// mounts it at /run/migpro-simgpu), then exits; the driver frees the memory.
+func holdScript(release string) string {
+	return fmt.Sprintf(`(while [ ! -e %s/%s ]; do sleep 0.1; done) | /app/cudaprog init ctx alloc:%d pause; echo "held=$?"`,
+		simgpu.ContainerStateDir, release, cudaAllocBytes)
+}
+
+// releaseFile names a hold's release file, distinct per run.
+func (a *agentProc) releaseFile(name string) string {
+	return fmt.Sprintf("release-%s-%d", name, time.Now().UnixNano())
+}
+
+// releaseHold lets holdScript's program exit and, when done is not nil,
+// checks the container ended well.
+func releaseHold(t *testing.T, a *agentProc, release string, done <-chan harness.Result) {
+	t.Helper()
+	p := filepath.Join(a.Dir, "sim", simgpu.StateDirName, release)
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(p) })
+	if done == nil {
+		return
+	}
+	select {
+	case r := <-done:
+		if !strings.Contains(r.Combined(), "held=0") {
+			t.Errorf("holding program: exit %d, %v\n%s", r.ExitCode, r.Err, r.Combined())
+		}
+	case <-time.After(60 * time.Second):
+		t.Error("holding program did not end after its release")
+	}
+}
+
+// waitTopAgrees waits until migctl top shows, for the one container on
+// uuid, cudaAllocBytes both from the shim and from the simulated NVML's
+// used memory for the instance (polled by the agent).
+func waitTopAgrees(t *testing.T, a *agentProc, uuid string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var seen string
+	for {
+		for _, c := range a.top(t).Containers {
+			if len(c.MIGUUIDs) == 1 && c.MIGUUIDs[0] == uuid {
+				seen = fmt.Sprintf("%+v", c)
+				if c.ShimBytes == cudaAllocBytes && c.NVMLBytes == cudaAllocBytes {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("top never showed %d bytes from the shim and NVML on %s; last %s\nagent log:\n%s", cudaAllocBytes, uuid, seen, a.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestCUDAKubeletPod runs the CUDA program in a pod: the kubelet asks the
@@ -328,7 +377,8 @@ func TestCUDAKubeletPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.ImportArchive(t, "k8s.io", archive)
-	e.startCUDAAgent(t, "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(), "--warm-pool", "1g.5gb=1")
+	a := e.startCUDAAgent(t, "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(), "--warm-pool", "1g.5gb=1")
+	release := a.releaseFile("kubelet")
 	// The kubelet admits a static pod once it counts the resource.
 	eventually(t, "a 1g.5gb counted by the kubelet", 60*time.Second, func() bool {
 		return strings.Contains(k.Log(), `plugin="`+migResource+`" capacity=1`)
@@ -349,7 +399,7 @@ spec:
     resources:
       limits:
         %s: 1
-`, image, `echo "NVD=$NVIDIA_VISIBLE_DEVICES"; `+cudaScript(plainSteps)+`; echo END; sleep 600`, migResource)
+`, image, `echo "NVD=$NVIDIA_VISIBLE_DEVICES"; `+cudaScript(plainSteps)+`; echo END; `+holdScript(release)+`; sleep 600`, migResource)
 	k.WriteStaticPod(t, "cuda", manifest)
 	k.WaitPodRunning(t, "cuda", 90*time.Second)
 	var out string
@@ -362,6 +412,13 @@ spec:
 		t.Fatalf("pod printed no instance:\n%s", out)
 	}
 	checkCUDAOutput(t, out, m[1])
+	// The pod then holds its allocation: migctl top and the simulated NVML
+	// agree on its bytes.
+	waitTopAgrees(t, a, m[1])
+	releaseHold(t, a, release, nil)
+	eventually(t, "the holding program's end", 60*time.Second, func() bool {
+		return strings.Contains(k.ContainerLog(t, "cuda", "main"), "held=0")
+	})
 	k.RemoveStaticPod(t, "cuda")
 	k.WaitPodGone(t, "cuda", 60*time.Second)
 }

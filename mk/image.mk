@@ -13,10 +13,11 @@ IMAGE_BIN      = $(BIN)/image-bin
 IMAGE_BUSYBOX ?= /bin/busybox
 
 .PHONY: image image-tag image-busybox
-image: $(BIN)/libmigpro-shim.so image-busybox
+image: $(BIN)/libmigpro-shim.so simdriver image-busybox
 	@[ -n "$(IMAGE_TAG)" ] || { echo "image: no tag (not a git checkout? set IMAGE_TAG)"; exit 1; }
 	$(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_BIN)/ ./cmd/...
 	cp $(BIN)/libmigpro-shim.so $(IMAGE_BIN)/
+	mkdir -p $(IMAGE_BIN)/simdriver && cp $(SIMDRIVER_OUT)/libcuda.so $(SIMDRIVER_OUT)/libnvidia-ml.so $(SIMDRIVER_OUT)/nvidia-smi $(IMAGE_BIN)/simdriver/
 	$(GO) run ./internal/cmd/mkimage --bin $(IMAGE_BIN) --busybox $(IMAGE_BUSYBOX) \
 		--out $(BIN)/images --repo $(IMAGE_REPO) --tag $(IMAGE_TAG)
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -15,29 +16,34 @@ import (
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin/podresources"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "migpro-agent: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("migpro-agent", flag.ContinueOnError)
 	var cfg agent.Config
 	def := agent.Config{}.Defaults() // the flags' defaults are the agent's own
 	fs.StringVar(&cfg.Simulate, "simulate", "", "run on simulated GPUs, e.g. a100-40gb:2,h100-80gb (default: real NVML)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed for simulated UUIDs")
 	fs.StringVar(&cfg.SimRoot, "sim-root", "", "directory of the simulated GPUs' device nodes and driver state (default <state-dir>/sim)")
+	simDriver := fs.String("sim-driver", simDriverAuto, "with --simulate, directory of the simulated driver's stubs (libcuda.so, libnvidia-ml.so, nvidia-smi from `make simdriver`), installed at start under the driver root; \""+simDriverAuto+"\": <agent dir>/simdriver or <agent dir>/../lib/migpro/simdriver, whichever holds them; \"off\": install nothing")
+	fs.StringVar(&cfg.SimDriverVersion, "sim-driver-version", simgpu.DriverVersion, "with --simulate, the driver version the simulated NVML reports and the stubs are installed as")
 	fs.StringVar(&cfg.Socket, "socket", def.Socket, "local API unix socket")
 	fs.StringVar(&cfg.StateDir, "state-dir", def.StateDir, "directory of the checkpoint")
 	fs.StringVar(&cfg.CDISpecDir, "cdi-dir", def.CDISpecDir, "CDI spec directory")
 	fs.StringVar(&cfg.CDIKind, "cdi-kind", def.CDIKind, "CDI kind of the instances")
-	fs.StringVar(&cfg.DriverRoot, "driver-root", "", "root of the NVIDIA driver's libraries and binaries put in the CDI specs, and where libnvidia-ml.so.1 is loaded from when set (default /, loading NVML by name; with --simulate, the simulated node's root)")
+	fs.StringVar(&cfg.DriverRoot, "driver-root", "", "root of the NVIDIA driver's libraries and binaries put in the CDI specs, and where libnvidia-ml.so.1 is loaded from when set (default /, loading NVML by name; with --simulate, the simulated node's root --sim-root, where the simulated driver is installed)")
 	fs.StringVar(&cfg.HostDriverRoot, "host-driver-root", "", "the host's path of --driver-root, written into the CDI specs, when the agent runs in a container that mounts the host's driver root elsewhere (default: --driver-root)")
 	fs.StringVar(&cfg.DevRoot, "dev-root", "", "root of the NVIDIA device nodes, the directory holding dev/ (default: the driver root)")
 	fs.StringVar(&cfg.NVIDIACDIHookPath, "nvidia-cdi-hook-path", cdi.DefaultNVIDIACDIHookPath, "host path of nvidia-cdi-hook named in the CDI specs' hooks")
@@ -66,6 +72,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Simulate != "" {
+		if cfg.SimDriver, err = resolveSimDriver(*simDriver); err != nil {
+			return err
+		}
+	}
 	if *counted != "" {
 		cfg.Counted = strings.Split(*counted, ",")
 	}
@@ -85,8 +96,6 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	return a.Run(ctx)
 }
 
@@ -102,4 +111,53 @@ func defaultNodeName() string {
 		return ""
 	}
 	return strings.ToLower(h)
+}
+
+// simDriverAuto as --sim-driver looks for the stubs next to the agent:
+// `make build` puts them in bin/simdriver beside bin/migpro-agent, the
+// agent image in /usr/local/lib/migpro/simdriver beside
+// /usr/local/bin/migpro-agent.
+const simDriverAuto = "auto"
+
+// simDriverCandidates are the directories simDriverAuto searches, in order.
+func simDriverCandidates() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	dir := filepath.Dir(exe)
+	return []string{filepath.Join(dir, "simdriver"), filepath.Join(dir, "..", "lib", "migpro", "simdriver")}
+}
+
+// resolveSimDriver turns --sim-driver into Config.SimDriver: "off" is
+// empty; "auto" is the first candidate holding every stub, or empty; a
+// directory must hold every stub.
+func resolveSimDriver(v string) (string, error) {
+	switch v {
+	case "off", "":
+		return "", nil
+	case simDriverAuto:
+		for _, d := range simDriverCandidates() {
+			if hasStubs(d) == nil {
+				return filepath.Clean(d), nil
+			}
+		}
+		return "", nil
+	}
+	if err := hasStubs(v); err != nil {
+		return "", fmt.Errorf("--sim-driver: %w", err)
+	}
+	return v, nil
+}
+
+func hasStubs(dir string) error {
+	for _, f := range simgpu.StubFiles {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return fmt.Errorf("simulated driver stub %s: %w (build the stubs with `make simdriver`)", f, err)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestLogFormat(t *testing.T) {
 	if _, err := cli.NewLogger("info", "xml"); err == nil || !strings.Contains(err.Error(), "--log-format") {
 		t.Fatalf("--log-format xml: %v", err)
 	}
-	if err := run([]string{"--log-format", "yaml"}); err == nil || !strings.Contains(err.Error(), "want text or json") {
+	if err := run(context.Background(), []string{"--log-format", "yaml"}); err == nil || !strings.Contains(err.Error(), "want text or json") {
 		t.Fatalf("run --log-format yaml: %v", err)
 	}
 }

@@ -45,13 +45,16 @@
 //
 // # Driver root
 //
-// The simulated driver reports a driver version (DriverVersion through
-// SystemGetDriverVersion, CUDADriverVersion through
-// SystemGetCudaDriverVersion) and provides the user space a driver installs,
-// built from the C sources in driver/ by `make simdriver` (part of `make
-// build`) into bin/simdriver. InstallDriverRoot lays them out under a root
-// the way a Debian-family driver install does, so tools that discover a
-// driver from its root (NVIDIA's nvcdi) find it:
+// The simulated driver reports a driver version (DriverVersion, or the one
+// WithDriverVersion sets, through SystemGetDriverVersion; CUDADriverVersion
+// through SystemGetCudaDriverVersion) and provides the user space a driver
+// installs, built from the C sources in driver/ by `make simdriver` (part of
+// `make build`) into bin/simdriver (StubFiles). InstallDriver lays them out
+// under a root for a version, the way a Debian-family driver install does, so
+// tools that discover a driver from its root (NVIDIA's nvcdi) find it; it
+// removes other versions' libraries and firmware, as an upgrade does.
+// InstallDriverRoot installs DriverVersion. migpro-agent --simulate runs
+// InstallDriver at start (see docs/cdi.md):
 //
 //	<root>/usr/lib/x86_64-linux-gnu/libcuda.so.<DriverVersion>
 //	<root>/usr/lib/x86_64-linux-gnu/libcuda.so.1 -> libcuda.so.<DriverVersion>
@@ -74,7 +77,8 @@
 // and the visible MIG device, in the real format) and
 // --query-gpu=name,memory.total,memory.used,uuid,driver_version with
 // --format=csv[,noheader][,nounits]; its memory figures are the instance's
-// (the real tool reports the whole GPU there). libnvidia-ml answers the
+// (the real tool reports the whole GPU there), its driver version the one
+// the simulated NVML reports (the instance description carries it). libnvidia-ml answers the
 // version calls only: the simulated NVML proper is this package, in the
 // agent's process.
 //

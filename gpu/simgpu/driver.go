@@ -43,6 +43,7 @@ type driver struct {
 	files   *devFiles   // nil when the node has no root directory
 	store   *stateStore // nil when the node has no state file
 	log     logrus.FieldLogger
+	version string // the driver version NVML reports
 }
 
 type fault struct {

@@ -37,7 +37,7 @@ const ContainerStateDir = "/run/migpro-simgpu"
 // to the driver root.
 const LibDir = "usr/lib/x86_64-linux-gnu"
 
-func (l *simLib) SystemGetDriverVersion() (string, nvml.Return) { return DriverVersion, nvml.SUCCESS }
+func (l *simLib) SystemGetDriverVersion() (string, nvml.Return) { return l.d.version, nvml.SUCCESS }
 
 func (l *simLib) SystemGetCudaDriverVersion() (int, nvml.Return) {
 	return CUDADriverVersion, nvml.SUCCESS
@@ -47,25 +47,50 @@ func (l *simLib) SystemGetCudaDriverVersion_v2() (int, nvml.Return) {
 	return CUDADriverVersion, nvml.SUCCESS
 }
 
+// StubFiles are the files `make simdriver` builds into a stub directory
+// (bin/simdriver), the input of InstallDriverRoot.
+var StubFiles = []string{"libcuda.so", "libnvidia-ml.so", "nvidia-smi"}
+
 // InstallDriverRoot lays out, under root, the files a driver install
-// provides, from the stubs `make simdriver` builds into stubDir:
+// provides for DriverVersion, from the stubs `make simdriver` builds into
+// stubDir. See InstallDriver.
+func InstallDriverRoot(root, stubDir string) error {
+	return InstallDriver(root, stubDir, DriverVersion)
+}
+
+// InstallDriver lays out, under root, the files a driver install of version
+// provides, from the stubs in stubDir (StubFiles):
 //
 //	<root>/usr/lib/x86_64-linux-gnu/libcuda.so.<version>      (+ libcuda.so.1, libcuda.so links)
 //	<root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.<version> (+ libnvidia-ml.so.1, libnvidia-ml.so)
 //	<root>/usr/bin/nvidia-smi
 //	<root>/lib/firmware/nvidia/<version>/gsp_ga10x.bin, gsp_tu10x.bin (empty)
 //
-// It may be run again over an existing root (files are replaced).
-func InstallDriverRoot(root, stubDir string) error {
+// It may be run again over an existing root (files are replaced). Another
+// version's libraries and firmware are removed, as a driver upgrade removes
+// them. All stubs are checked before anything is written.
+func InstallDriver(root, stubDir, version string) error {
+	if version == "" || strings.ContainsAny(version, "/ ") {
+		return fmt.Errorf("install simulated driver root: bad driver version %q", version)
+	}
+	for _, f := range StubFiles {
+		if fi, err := os.Stat(filepath.Join(stubDir, f)); err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("install simulated driver root: stub %s missing in %s (build the stubs with `make simdriver`)", f, stubDir)
+		}
+	}
 	libDir := filepath.Join(root, LibDir)
-	fwDir := filepath.Join(root, "lib", "firmware", "nvidia", DriverVersion)
+	fwRoot := filepath.Join(root, "lib", "firmware", "nvidia")
+	fwDir := filepath.Join(fwRoot, version)
 	for _, d := range []string{libDir, filepath.Join(root, "usr", "bin"), fwDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("install simulated driver root: %w", err)
 		}
 	}
+	if err := removeOtherVersions(libDir, fwRoot, version); err != nil {
+		return err
+	}
 	for _, lib := range []string{"libcuda", "libnvidia-ml"} {
-		full := lib + ".so." + DriverVersion
+		full := lib + ".so." + version
 		if err := copyFile(filepath.Join(stubDir, lib+".so"), filepath.Join(libDir, full), 0o755); err != nil {
 			return err
 		}
@@ -89,6 +114,32 @@ func InstallDriverRoot(root, stubDir string) error {
 	for _, fw := range []string{"gsp_ga10x.bin", "gsp_tu10x.bin"} {
 		if err := os.WriteFile(filepath.Join(fwDir, fw), nil, 0o644); err != nil {
 			return fmt.Errorf("install simulated driver root: %w", err)
+		}
+	}
+	return nil
+}
+
+// removeOtherVersions removes the libraries and firmware of driver versions
+// other than version.
+func removeOtherVersions(libDir, fwRoot, version string) error {
+	for _, lib := range []string{"libcuda.so.", "libnvidia-ml.so."} {
+		matches, _ := filepath.Glob(filepath.Join(libDir, lib+"*"))
+		for _, m := range matches {
+			v := strings.TrimPrefix(filepath.Base(m), lib)
+			if v == version || v == "1" || strings.HasSuffix(v, ".tmp") {
+				continue
+			}
+			if err := os.Remove(m); err != nil {
+				return fmt.Errorf("install simulated driver root: remove driver %s: %w", v, err)
+			}
+		}
+	}
+	entries, _ := os.ReadDir(fwRoot)
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != version {
+			if err := os.RemoveAll(filepath.Join(fwRoot, e.Name())); err != nil {
+				return fmt.Errorf("install simulated driver root: remove firmware %s: %w", e.Name(), err)
+			}
 		}
 	}
 	return nil
@@ -159,6 +210,7 @@ func describe(ci *ciState) string {
 		"gpu_uuid=" + g.uuid,
 		"gpu_name=" + strings.TrimPrefix(g.model.cfg.Name, "Mock "),
 		"profile=" + profile,
+		"driver_version=" + g.d.version,
 		fmt.Sprintf("gpu_index=%d", g.index),
 		fmt.Sprintf("gi=%d", ci.gi.id),
 		fmt.Sprintf("ci=%d", ci.id),

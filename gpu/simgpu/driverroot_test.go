@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
@@ -201,7 +203,7 @@ func TestStubAllocationsCountInNVML(t *testing.T) {
 	p := startProg(t, r.stubs.CudaProg, r.env(r.inst.UUID),
 		"init", "name", "total", "ctx", "alloc:1048576", "pitch:1000:10", "managed:4096", "async:8192", "pool:100",
 		"create:2097152", "info", "pause",
-		"free:6", "release:10", "pause",
+		"free:6", "release:10", "freeasync:8", "pause",
 		"alloc:1000", "nofree")
 	held := uint64(1048576 + 1024*10 + 4096 + 8192 + 100 + 2097152)
 	expectLines(t, p.until(),
@@ -216,8 +218,8 @@ func TestStubAllocationsCountInNVML(t *testing.T) {
 		t.Fatalf("nvidia-smi memory.used %q, want %d MiB", smi, held>>20)
 	}
 	p.resume()
-	expectLines(t, p.until(), "free:6 0", "release:10 0")
-	held -= 1024*10 + 2097152
+	expectLines(t, p.until(), "free:6 0", "release:10 0", "freeasync:8 0")
+	held -= 1024*10 + 2097152 + 8192
 	if got := r.used(t); got != held {
 		t.Fatalf("after frees the simulated NVML says %d bytes, the process holds %d", got, held)
 	}
@@ -255,4 +257,85 @@ func TestStubRefusesWhatTheDriverRefuses(t *testing.T) {
 	c := startProg(t, r.stubs.CudaProg, r.env("none"), "init")
 	expectLines(t, c.until(), "init 100")
 	c.wait()
+}
+
+// What programs ask before they allocate, answered as a real driver answers
+// a process that sees one MIG device: one device, the instance's UUID, its
+// SM count and compute capability; cuGetProcAddress hands out the same
+// functions dlsym finds (the versioned ones for the base names); a created
+// context is destroyed once.
+func TestStubDeviceQueries(t *testing.T) {
+	r := newDriverRootNode(t)
+	p := startProg(t, r.stubs.CudaProg, r.env(r.inst.UUID),
+		"count", "init", "count", "ctx", "uuid", "attr:16", "attr:75", "attr:76", "attr:10", "attr:9999",
+		"proc:cuDeviceGetCount:cuDeviceGetCount", "proc:cuDeviceGetAttribute:cuDeviceGetAttribute",
+		"proc:cuDeviceGetUuid:cuDeviceGetUuid_v2", "proc:cuMemAlloc:cuMemAlloc_v2", "proc:cuMemFreeAsync:cuMemFreeAsync",
+		"proc:cuCtxDestroy:cuCtxDestroy_v2", "proc:cuMemAlloc:cuMemFree_v2", "proc:cuNoSuchCall:cuInit",
+		"destroy", "destroy")
+	expectLines(t, p.until(),
+		"count 3 -1", "init 0", "count 0 1", "ctx 0", "uuid 0 "+r.inst.UUID,
+		"attr:16 0 14", "attr:75 0 8", "attr:76 0 0", "attr:10 0 32", "attr:9999 1 -1",
+		"proc:cuDeviceGetCount:cuDeviceGetCount 0 same", "proc:cuDeviceGetAttribute:cuDeviceGetAttribute 0 same",
+		"proc:cuDeviceGetUuid:cuDeviceGetUuid_v2 0 same", "proc:cuMemAlloc:cuMemAlloc_v2 0 same",
+		"proc:cuMemFreeAsync:cuMemFreeAsync 0 same", "proc:cuCtxDestroy:cuCtxDestroy_v2 0 same",
+		"proc:cuMemAlloc:cuMemFree_v2 0 differs", "proc:cuNoSuchCall:cuInit 500 differs",
+		"destroy 0", "destroy 201")
+	p.wait()
+	// The SM count is the compute instance profile's, as NVML reports it
+	// (14 on an A100's 1g.5gb).
+	h, ret := r.node.Lib().DeviceGetHandleByIndex(0)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("device handle: %v", ret)
+	}
+	gi, ret := h.GetGpuInstanceById(r.inst.GIID)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("GPU instance %d: %v", r.inst.GIID, ret)
+	}
+	info, ret := gi.GetComputeInstanceProfileInfo(nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+	if ret != nvml.SUCCESS || info.MultiprocessorCount != 14 {
+		t.Errorf("NVML compute instance profile %+v (%v), want the 14 SMs the stub reports", info, ret)
+	}
+}
+
+// A driver upgrade: InstallDriver over a root with another version leaves
+// only the new version's libraries and firmware, and a node made with that
+// version reports it through NVML and nvidia-smi.
+func TestInstallDriverUpgrade(t *testing.T) {
+	const v2 = "580.65.06"
+	r := newDriverRootNode(t)
+	if err := simgpu.InstallDriver(r.root, r.stubs.Dir, v2); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(r.root, simgpu.LibDir)
+	for _, gone := range []string{filepath.Join(lib, "libcuda.so."+simgpu.DriverVersion), filepath.Join(lib, "libnvidia-ml.so."+simgpu.DriverVersion),
+		filepath.Join(r.root, "lib/firmware/nvidia", simgpu.DriverVersion)} {
+		if _, err := os.Lstat(gone); err == nil {
+			t.Errorf("%s is left after the upgrade", gone)
+		}
+	}
+	if got, err := os.Readlink(filepath.Join(lib, "libcuda.so.1")); err != nil || got != "libcuda.so."+v2 {
+		t.Errorf("libcuda.so.1 -> %q (%v), want libcuda.so.%s", got, err, v2)
+	}
+	if err := simgpu.InstallDriver(r.root, t.TempDir(), v2); err == nil || !strings.Contains(err.Error(), "make simdriver") {
+		t.Errorf("install from an empty stub dir: %v", err)
+	}
+	root := t.TempDir()
+	n, err := simgpu.NewNode("a100-40gb:1", simgpu.WithRoot(root), simgpu.WithDriverVersion(v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if v, _ := n.Lib().SystemGetDriverVersion(); v != v2 {
+		t.Errorf("NVML driver version %q, want %s", v, v2)
+	}
+	mustCreate(t, n.Devices()[0], "1g.5gb", gpu.Placement{Start: 6, Size: 1}, true)
+	list, err := n.Devices()[0].Instances()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("instances %+v, %v", list, err)
+	}
+	env := []string{"MIGPRO_SIMGPU_STATE=" + filepath.Join(root, simgpu.StateDirName), "NVIDIA_VISIBLE_DEVICES=" + list[0].UUID}
+	out := r.run(t, env, filepath.Join(r.root, "usr/bin/nvidia-smi"), "--query-gpu=driver_version", "--format=csv,noheader")
+	if strings.TrimSpace(out) != v2 {
+		t.Errorf("nvidia-smi driver_version %q, want %s", out, v2)
+	}
 }

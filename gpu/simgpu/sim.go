@@ -32,6 +32,7 @@ type config struct {
 	root        string
 	migDisabled bool
 	stateFile   string
+	version     string
 	adapterOpts []nvmlgpu.Option
 	log         logrus.FieldLogger
 }
@@ -61,6 +62,11 @@ func WithMIGDisabled() Option { return func(c *config) { c.migDisabled = true } 
 // write it.
 func WithStateFile(path string) Option { return func(c *config) { c.stateFile = path } }
 
+// WithDriverVersion sets the driver version the node reports (default
+// DriverVersion), as a driver upgrade changes it; InstallDriver lays out the
+// files of the same version.
+func WithDriverVersion(v string) Option { return func(c *config) { c.version = v } }
+
 // WithAdapterOptions passes options through to the nvmlgpu adapter.
 func WithAdapterOptions(opts ...nvmlgpu.Option) Option {
 	return func(c *config) { c.adapterOpts = append(c.adapterOpts, opts...) }
@@ -81,11 +87,14 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	if c.version == "" {
+		c.version = DriverVersion
+	}
 	d, err := newDriver(gpus, c.seed, c.migDisabled)
 	if err != nil {
 		return nil, fmt.Errorf("build simulated node: %w", err)
 	}
-	d.log = c.log
+	d.log, d.version = c.log, c.version
 	if c.root != "" {
 		files, err := newDevFiles(c.root, len(d.gpus))
 		if err != nil {
@@ -110,7 +119,7 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 
 // newDriver builds the driver state of a fresh node: GPUs, no instances.
 func newDriver(gpus []ModelCount, seed int64, migDisabled bool) (*driver, error) {
-	d := &driver{seed: seed, latency: map[Op]time.Duration{}, log: logrus.StandardLogger()}
+	d := &driver{seed: seed, latency: map[Op]time.Duration{}, log: logrus.StandardLogger(), version: DriverVersion}
 	for _, mc := range gpus {
 		m, err := lookupModel(mc.Model)
 		if err != nil {

@@ -47,6 +47,13 @@ func Images() []Image {
 				// The shim is copied to the host and loaded into the user's
 				// containers, never run here: its libraries are theirs.
 				{Dest: "/usr/local/lib/migpro/libmigpro-shim.so", Src: "libmigpro-shim.so"},
+				// The simulated driver's stubs (`make simdriver`), which
+				// migpro-agent --simulate (the chart's simulate value)
+				// installs under the simulated node's driver root; they run
+				// in the user's containers, never here.
+				{Dest: "/usr/local/lib/migpro/simdriver/libcuda.so", Src: "simdriver/libcuda.so"},
+				{Dest: "/usr/local/lib/migpro/simdriver/libnvidia-ml.so", Src: "simdriver/libnvidia-ml.so"},
+				{Dest: "/usr/local/lib/migpro/simdriver/nvidia-smi", Src: "simdriver/nvidia-smi"},
 				{Dest: "/bin/busybox", Src: Busybox, Exec: true},
 			},
 			Applets: []string{"cat", "cp", "ls", "mv", "rm", "sh"},

@@ -70,7 +70,7 @@ static int query(const struct sim_instance *in, const char *fields, const char *
 		else if (strcmp(f, "uuid") == 0)
 			printf("%s%s", sep, in->gpu_uuid);
 		else if (strcmp(f, "driver_version") == 0)
-			printf("%s%s", sep, SIM_DRIVER_VERSION);
+			printf("%s%s", sep, in->driver_version[0] != '\0' ? in->driver_version : SIM_DRIVER_VERSION);
 		else
 			printf("%s%llu%s", sep, (strcmp(f, "memory.total") == 0 ? in->memory_total : used) / mib, units ? " MiB" : "");
 	}

@@ -48,6 +48,8 @@ static int read_instance(const char *uuid, struct sim_instance *inst)
 			copy_field(inst->gpu_name, sizeof inst->gpu_name, v);
 		else if (strcmp(k, "profile") == 0)
 			copy_field(inst->profile, sizeof inst->profile, v);
+		else if (strcmp(k, "driver_version") == 0)
+			copy_field(inst->driver_version, sizeof inst->driver_version, v);
 		else if (strcmp(k, "gpu_index") == 0)
 			inst->gpu_index = atoi(v);
 		else if (strcmp(k, "gi") == 0)

@@ -25,6 +25,7 @@ struct sim_instance {
 	char gpu_uuid[96];   /* GPU-... */
 	char gpu_name[128];  /* NVIDIA A100-SXM4-40GB */
 	char profile[32];    /* 1g.5gb */
+	char driver_version[32]; /* what the simulated NVML reports */
 	int gpu_index, gi, ci, sm_count, cc_major, cc_minor;
 	unsigned long long memory_total;
 };

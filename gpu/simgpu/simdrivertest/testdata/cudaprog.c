@@ -3,8 +3,12 @@
  * the driver API with dlsym, and runs the steps given as arguments, printing
  * one line per step ("<step> <result-code> [detail]"):
  *   init ctx primary info name total
+ *   count uuid attr:A           device count, MIG-formatted UUID, attribute A
+ *   destroy                     destroy the context the last ctx step made
+ *   proc:NAME:SYM               cuGetProcAddress(NAME) against dlsym(SYM):
+ *                               "same" or "differs"
  *   alloc:N pitch:W:H managed:N async:N pool:N create:N
- *   free:I release:I            (I = index of an earlier allocation step)
+ *   free:I freeasync:I release:I (I = index of an earlier allocation step)
  *   pause                       print "paused", wait for a line on stdin
  *   nofree                      exit without freeing anything left
  */
@@ -12,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int (*fn_i)(unsigned);
 static void *lib;
@@ -50,6 +55,13 @@ int main(int argc, char **argv)
 	int (*cuMemFree)(unsigned long long) = sym("cuMemFree_v2");
 	int (*cuMemCreate)(unsigned long long *, size_t, const void *, unsigned long long) = sym("cuMemCreate");
 	int (*cuMemRelease)(unsigned long long) = sym("cuMemRelease");
+	int (*cuMemFreeAsync)(unsigned long long, void *) = sym("cuMemFreeAsync");
+	int (*cuDeviceGetCount)(int *) = sym("cuDeviceGetCount");
+	int (*cuDeviceGetAttribute)(int *, int, int) = sym("cuDeviceGetAttribute");
+	int (*cuDeviceGetUuid)(unsigned char *, int) = sym("cuDeviceGetUuid");
+	int (*cuCtxDestroy)(void *) = sym("cuCtxDestroy_v2");
+	int (*cuGetProcAddress)(const char *, void **, int, unsigned long long) = sym("cuGetProcAddress");
+	void *lastctx = NULL;
 	unsigned long long ptr[256] = {0};
 	int dev = 0;
 	for (int i = 1; i < argc && i < 256; i++) {
@@ -61,8 +73,33 @@ int main(int argc, char **argv)
 			r = cuInit(0);
 		} else if (strcmp(a, "ctx") == 0) {
 			void *c;
-			if ((r = cuDeviceGet(&dev, 0)) == 0)
-				r = cuCtxCreate(&c, 0, dev);
+			if ((r = cuDeviceGet(&dev, 0)) == 0 && (r = cuCtxCreate(&c, 0, dev)) == 0)
+				lastctx = c;
+		} else if (strcmp(a, "destroy") == 0) {
+			r = cuCtxDestroy(lastctx);
+		} else if (strcmp(a, "count") == 0) {
+			int n = -1;
+			r = cuDeviceGetCount(&n);
+			snprintf(detail, sizeof detail, "%d", n);
+		} else if (strcmp(a, "uuid") == 0) {
+			unsigned char u[16] = {0};
+			r = cuDeviceGetUuid(u, dev);
+			char *o = detail + sprintf(detail, "MIG-");
+			for (int k = 0; k < 16; k++)
+				o += sprintf(o, "%s%02x", (k == 4 || k == 6 || k == 8 || k == 10) ? "-" : "", u[k]);
+		} else if (sscanf(a, "attr:%llu", &x) == 1) {
+			int v = -1;
+			r = cuDeviceGetAttribute(&v, (int)x, dev);
+			snprintf(detail, sizeof detail, "%d", v);
+		} else if (strncmp(a, "proc:", 5) == 0) {
+			char name[128] = "", want[128] = "";
+			void *f = NULL;
+			if (sscanf(a, "proc:%127[^:]:%127s", name, want) != 2) {
+				printf("bad step %s\n", a);
+				return 2;
+			}
+			r = cuGetProcAddress(name, &f, 12040, 0);
+			snprintf(detail, sizeof detail, "%s", f != NULL && f == dlsym(lib, want) ? "same" : "differs");
 		} else if (strcmp(a, "primary") == 0) {
 			void *c;
 			if ((r = cuPrimaryRetain(&c, 0)) == 0)
@@ -94,6 +131,8 @@ int main(int argc, char **argv)
 			r = cuMemCreate(&ptr[i], x, prop, 0);
 		} else if (sscanf(a, "free:%llu", &x) == 1) {
 			r = cuMemFree(x < 256 ? ptr[x] : x);
+		} else if (sscanf(a, "freeasync:%llu", &x) == 1) {
+			r = cuMemFreeAsync(x < 256 ? ptr[x] : x, NULL);
 		} else if (sscanf(a, "release:%llu", &x) == 1) {
 			r = cuMemRelease(x < 256 ? ptr[x] : x);
 		} else if (strcmp(a, "pause") == 0) {
