@@ -83,7 +83,10 @@ func run(ctx context.Context, args []string) error {
 	if cfg.WarmPool, err = agent.ParseWarmPool(*warm); err != nil {
 		return fmt.Errorf("--warm-pool: %w", err)
 	}
-	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(kube.New())}
+	// New recovers the node's state and checks the API server (with its own
+	// 30 s timeout) to completion, so a signal during start-up ends the agent
+	// only once Run begins: ctx is what stops Run.
+	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(kube.New())} //nolint:contextcheck // see above
 	if *podRes != "" {
 		pr, err := podresources.New(podresources.WithSocket(*podRes), podresources.WithResourcePrefix(cfg.Domain+"/mig-"))
 		if err != nil {
@@ -92,7 +95,7 @@ func run(ctx context.Context, args []string) error {
 		defer pr.Close()
 		opts = append(opts, agent.WithAssignments(pr))
 	}
-	a, err := agent.New(cfg, opts...)
+	a, err := agent.New(cfg, opts...) //nolint:contextcheck // see above
 	if err != nil {
 		return err
 	}
