@@ -38,6 +38,7 @@ const (
 	ReasonEvictionBlocked = "ReadmitEvictionBlocked"
 	ReasonEvicted         = "ReadmitEvicted"
 	ReasonNotEvicted      = "ReadmitNotEvicted"
+	ReasonDecayed         = "ReadmitDecayed"
 
 	// Component is the event source.
 	Component = "migpro-readmit"
