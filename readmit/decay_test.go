@@ -84,3 +84,29 @@ func TestRecordEndCountsRunsOfTheOwnersPods(t *testing.T) {
 		})
 	}
 }
+
+// Counting a run that drops a rule makes only calls the agent's role allows.
+func TestAgentRBACCoversRecordEnd(t *testing.T) {
+	role := clusterRole(t, "../deploy/kubernetes/rbac-readmit.yaml", "migpro-agent-readmit")
+	cs, m := newMarker(t, testPod(true), replicaSet(rsName, rsUID))
+	ctx := context.Background()
+	if _, err := (Store{Client: cs}).Record(ctx, ns, Controller{APIVersion: "apps/v1", Kind: "Deployment", Name: "train", UID: deployUID},
+		Rule{Container: "main", From: res1g, To: res2g}); err != nil {
+		t.Fatal(err)
+	}
+	end := RunEnd{PodNamespace: ns, PodName: rsName + "-abcde", ContainerName: "main", PeakBytes: gib, FitsProfile: func(string) bool { return true }}
+	var dropped []Rule
+	for range DecayRuns {
+		var err error
+		if dropped, err = m.RecordEnd(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(dropped) != 1 {
+		t.Fatalf("dropped %+v after %d fitting runs", dropped, DecayRuns)
+	}
+	checkActions(t, role, cs)
+	if _, ok := events(t, cs)[ReasonDecayed]; !ok {
+		t.Error("no ReadmitDecayed event")
+	}
+}
