@@ -8,6 +8,11 @@
 // same defaults (kubelet.go), and can clean up after itself for an
 // uninstall (cleanup.go).
 //
+// Telemetry (telemetry.go, history.go) feeds each container's memory to a
+// predictor; subscribers hear of its marks (OnMark) and of every
+// container's end with its peak (OnContainerEnd), which the cluster link
+// (agent/kube) turns into readmission and moving down.
+//
 // Ordering rules it keeps (docs/design.md, "The flow"):
 //   - a spec is written before its instance is advertised, and removed only
 //     after the instance is destroyed;

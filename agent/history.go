@@ -8,6 +8,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry"
 )
 
@@ -34,18 +37,76 @@ func workloadKey(reg telemetry.Registration, owner string) string {
 	return ""
 }
 
-// onContainerEnd stops the container's predictor and records its peak.
+// End is a container's end, with what moving a workload down needs: who
+// the container was, the instance it ran on, the peak it reached there, and
+// the profiles its GPU offers.
+type End struct {
+	Container telemetry.Registration `json:"container"`
+	// UUID and Profile are the instance it ran on; empty when the instance
+	// is already gone.
+	UUID    string `json:"uuid,omitempty"`
+	Profile string `json:"profile,omitempty"`
+	// PeakBytes is the highest memory the shim or NVML saw in use.
+	PeakBytes uint64 `json:"peakBytes"`
+	// Marked is set when the predictor marked the container during the run:
+	// it was moved or is being moved up, so its end says nothing about what
+	// it needs.
+	Marked bool `json:"marked,omitempty"`
+	// Profiles are the profiles of the instance's GPU, and Margin the
+	// headroom the predictor keeps above a forecast when it picks one.
+	Profiles []estimator.ProfileSize `json:"-"`
+	Margin   float64                 `json:"-"`
+}
+
+// Fits reports whether the run's peak, with Margin, fits profile (a name
+// such as "1g.5gb", or its resource label "1g.10gb.me") on the GPU it ran
+// on. A marked run, or a profile the GPU does not offer, fits nothing.
+func (e End) Fits(profile string) bool {
+	if e.Marked || e.PeakBytes == 0 {
+		return false
+	}
+	need := estimator.Need{Bytes: e.PeakBytes, Margin: e.Margin}.Total()
+	for _, p := range e.Profiles {
+		if defaults.ProfileLabel(p.Name) == defaults.ProfileLabel(profile) {
+			return need <= p.MemoryBytes
+		}
+	}
+	return false
+}
+
+// OnContainerEnd subscribes fn to every container's end (its poststop hook,
+// or the poller finding its processes gone). fn runs on the deregistration
+// path and must not block. Call it before Run.
+func (a *Agent) OnContainerEnd(fn func(End)) {
+	if a.watch == nil {
+		return
+	}
+	a.watch.mu.Lock()
+	a.watch.onEnd = append(a.watch.onEnd, fn)
+	a.watch.mu.Unlock()
+}
+
+// onContainerEnd stops the container's predictor, records its peak, and
+// tells the OnContainerEnd subscribers.
 func (w *watch) onContainerEnd(reg telemetry.Registration, peak uint64) {
 	w.tracker.Stop(reg.ID)
 	w.mu.Lock()
+	_, marked := w.marks[reg.ID]
 	delete(w.started, reg.ID)
 	delete(w.marks, reg.ID)
+	subs := append([]func(End){}, w.onEnd...)
 	w.mu.Unlock()
+	end := End{Container: reg, PeakBytes: peak, Marked: marked, Margin: w.margin()}
 	owner := ""
 	if len(reg.MIGUUIDs) > 0 {
-		if in, err := w.a.part.Find(reg.MIGUUIDs[0]); err == nil {
-			owner = in.Owner
+		end.UUID = reg.MIGUUIDs[0]
+		if in, err := w.a.part.Find(end.UUID); err == nil {
+			owner, end.Profile = in.Owner, in.Profile
+			end.Profiles = w.profileSizes(in.GPU)
 		}
+	}
+	for _, fn := range subs {
+		fn(end)
 	}
 	key := workloadKey(reg, owner)
 	if key == "" || peak == 0 || w.history == nil {
@@ -58,3 +119,19 @@ func (w *watch) onContainerEnd(reg telemetry.Registration, peak uint64) {
 	}
 	log.Info("recorded workload peak for the estimator")
 }
+
+// margin is the headroom the predictor keeps above a forecast when it picks
+// a profile; a run fits a profile only with the same headroom.
+func (w *watch) margin() float64 {
+	c := predictor.Config{}
+	if w.a.cfg.Predictor != nil {
+		c = w.a.cfg.Predictor(c)
+	}
+	if c.Margin == 0 {
+		return defaultMargin
+	}
+	return c.Margin
+}
+
+// defaultMargin is predictor.Config's default Margin.
+const defaultMargin = 0.10

@@ -29,6 +29,7 @@ type watch struct {
 	started map[string]*watched
 	marks   map[string]predictor.Decision
 	onMark  []func(Mark)
+	onEnd   []func(End)
 }
 
 // Mark is a container the predictor expects to run out of memory on its
@@ -193,14 +194,9 @@ func (w *watch) startPredictor(id string) error {
 	if err != nil {
 		return err
 	}
-	dev, _ := w.a.part.Device(in.GPU)
-	profiles, err := dev.Profiles()
-	if err != nil {
-		return err
-	}
-	var sizes []estimator.ProfileSize
-	for _, p := range profiles {
-		sizes = append(sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
+	sizes := w.profileSizes(in.GPU)
+	if sizes == nil {
+		return fmt.Errorf("no profiles of GPU %d", in.GPU)
 	}
 	// T is seconds since the container registered, so the series includes
 	// model loading: the settings for seconds (loading grace, 2 s bins).
@@ -209,6 +205,24 @@ func (w *watch) startPredictor(id string) error {
 		adjust = predictor.ForSeconds
 	}
 	return w.tracker.Start(id, adjust(predictor.Config{Capacity: total, Profiles: sizes}))
+}
+
+// profileSizes are the profiles GPU gpu offers, for sizing; nil when they
+// cannot be read.
+func (w *watch) profileSizes(gpu int) []estimator.ProfileSize {
+	dev, ok := w.a.part.Device(gpu)
+	if !ok {
+		return nil
+	}
+	profiles, err := dev.Profiles()
+	if err != nil {
+		return nil
+	}
+	sizes := make([]estimator.ProfileSize, 0, len(profiles))
+	for _, p := range profiles {
+		sizes = append(sizes, estimator.ProfileSize{Name: p.Name, MemoryBytes: p.MemoryMiB << 20, Slices: p.Slices})
+	}
+	return sizes
 }
 
 // Marks returns the containers marked so far, by container id.

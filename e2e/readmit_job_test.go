@@ -25,7 +25,8 @@ import (
 // Job whose podFailurePolicy ignores DisruptionTarget has its pod evicted;
 // the Job controller neither counts the failure nor fails the Job, and its
 // next pod asks for the recommended profile. The Job without that policy
-// keeps its pod: evicting it would fail the Job, and an Event says so.
+// keeps its pod: evicting it would count against its backoffLimit (here,
+// fail the Job), which readmission never does, and an Event says so.
 func TestReadmitJob(t *testing.T) {
 	cl := harness.StartCluster(t)
 	ctx := context.Background()
@@ -64,7 +65,7 @@ func TestReadmitJob(t *testing.T) {
 	// The plain Job: not evicted, and told why.
 	plain := reportRunning(t, cl.Client, waitJobPod(t, cl, "plain", ""))
 	out, err = marker.Handle(ctx, jobMark(plain))
-	if err != nil || out.Evicted || !strings.Contains(out.Ignored, "would fail Job plain") {
+	if err != nil || out.Evicted || !strings.Contains(out.Ignored, "would count against Job plain's backoffLimit") {
 		t.Fatalf("plain Job: %+v %v", out, err)
 	}
 	if m := podEvents(t, cl.Client, plain.Name)[readmit.ReasonNotEvicted]; !strings.Contains(m, "backoffLimit") {

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // DecayRuns is how many consecutive runs must fit the smaller profile before
@@ -86,6 +91,64 @@ func (s Store) RecordRun(ctx context.Context, namespace string, c Controller, ru
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record run of %s in %s/%s: %w", c, namespace, name, err)
+	}
+	return dropped, nil
+}
+
+// RunEnd is a finished run of a pod's container as the node agent saw it:
+// who it was and the peak it reached.
+type RunEnd struct {
+	PodNamespace  string
+	PodName       string
+	PodUID        string // optional; when set, a newer pod of that name is not this run's
+	ContainerName string
+	PeakBytes     uint64
+	// FitsProfile reports whether the peak, with the caller's margin, fits
+	// a MIG profile ("1g.5gb"). Nil, or a run that must not count as
+	// fitting (the predictor marked it, so its end says nothing about its
+	// need), fits nothing.
+	FitsProfile func(profile string) bool
+}
+
+// RecordEnd counts a finished run against the recommendation of its pod's
+// top-level owner (Store.RecordRun): the pod is read for its controller, so
+// it must still exist. It returns the rules dropped, and records a
+// ReadmitDecayed Event on the pod for them. A run without pod identity, of a
+// pod that is gone or newer, or of a pod without a controller counts
+// nothing.
+func (m *Marker) RecordEnd(ctx context.Context, e RunEnd) ([]Rule, error) {
+	if e.PodNamespace == "" || e.PodName == "" || e.ContainerName == "" {
+		return nil, nil
+	}
+	pod, err := m.client.CoreV1().Pods(e.PodNamespace).Get(ctx, e.PodName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		m.log.WithField("pod", e.PodNamespace+"/"+e.PodName).Debug("readmit: the run's pod is gone; run not counted")
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("readmit: record run of %s/%s: read pod: %w", e.PodNamespace, e.PodName, err)
+	case e.PodUID != "" && string(pod.UID) != e.PodUID:
+		return nil, nil
+	}
+	ctrl := metav1.GetControllerOf(pod)
+	if ctrl == nil {
+		return nil, nil
+	}
+	fits := func(resource string) bool {
+		profile, ok := strings.CutPrefix(resource, m.domain+"/"+defaults.ResourcePrefix)
+		return ok && e.FitsProfile != nil && e.FitsProfile(profile)
+	}
+	c := Controller{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID}
+	dropped, err := m.store.RecordRun(ctx, pod.Namespace, c, Run{Container: e.ContainerName, PeakBytes: e.PeakBytes, FitsFrom: fits})
+	if err != nil {
+		return nil, fmt.Errorf("readmit: %w", err)
+	}
+	for _, r := range dropped {
+		msg := fmt.Sprintf("container %s peaked at %s, and %d runs in a row fitted %s again: the recommendation %s → %s is dropped, so the next pods ask for %s",
+			e.ContainerName, formatBytes(e.PeakBytes), DecayRuns, r.From, r.From, r.To, r.From)
+		m.event(ctx, pod, corev1.EventTypeNormal, ReasonDecayed, msg)
+		m.log.WithFields(logrus.Fields{"pod": pod.Namespace + "/" + pod.Name, "container": e.ContainerName,
+			"profile": r.From, "to_profile": r.To, "peak_bytes": e.PeakBytes}).Info("readmit: recommendation decayed")
 	}
 	return dropped, nil
 }

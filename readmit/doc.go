@@ -6,14 +6,23 @@
 //
 //   - The Marker runs in the node agent. When the predictor marks a container
 //     (Mark), it annotates the pod (AnnotationPredictedOOM), records an Event
-//     (reason PredictedOOM), stores a Recommendation for the pod's controller
-//     in a ConfigMap owned by that controller (so it outlives the pod and is
-//     garbage-collected with the controller), and evicts the pod through the
+//     (reason PredictedOOM), stores a Recommendation for the pod's top-level
+//     owner (Store.Owner: a ReplicaSet's Deployment, else the controller) in
+//     a ConfigMap owned by that owner (so it outlives the pod and is
+//     garbage-collected with the owner), and evicts the pod through the
 //     Eviction API, retrying while a PodDisruptionBudget refuses (429). A pod
 //     without a controller is recorded and annotated but not evicted: nothing
-//     would recreate it.
+//     would recreate it. Nor is a pod whose move would repeat one that did
+//     not happen (loops), a pod labelled LabelReadmit=ReadmitDisabled, or a
+//     Job's pod unless the first podFailurePolicy rule the evicted pod can
+//     match ignores it (IgnoresDisruption): readmission never uses up a
+//     Job's backoffLimit. Each refusal is an Event on the pod.
+//   - Moving down: the agent hands each container's end to
+//     Marker.RecordEnd, which counts the run against the owner's rules
+//     (Store.RecordRun). After DecayRuns runs in a row whose peak fits a
+//     rule's From again, the rule is dropped (Event ReadmitDecayed).
 //   - The Webhook is a mutating admission handler (cmd/migpro-admission). On
-//     pod CREATE it reads the Recommendation of the pod's controller and
+//     pod CREATE it reads the Recommendation of the pod's owner and
 //     rewrites the container's nvidia.com/mig-<old> limits and requests to
 //     nvidia.com/mig-<new> with a JSON patch, annotating what it did
 //     (AnnotationReadmitted). Anything unexpected lets the pod through

@@ -43,9 +43,12 @@ func TestMarkerGuardsTheJobsBackoffLimit(t *testing.T) {
 		event   string
 	}{
 		{"policy ignores disruption", testJob(0, 0, true), true, ""},
-		{"a retry is left", testJob(2, 1, false), true, "uses one of Job train's 1 retries"},
-		{"no retry left", testJob(0, 0, false), false, "evicting would fail Job train"},
-		{"last retry used", testJob(3, 3, false), false, "evicting would fail Job train"},
+		{"policy ignores disruption, every retry used", testJob(3, 3, true), true, ""},
+		// Without the rule an eviction would use up a retry: the issue's
+		// promise is that readmission never does.
+		{"a retry is left", testJob(2, 1, false), false, "would count against Job train's backoffLimit (2, 1 used)"},
+		{"no retry left", testJob(0, 0, false), false, "would count against Job train's backoffLimit (0, 0 used)"},
+		{"last retry used", testJob(3, 3, false), false, "podFailurePolicy does not ignore DisruptionTarget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, m := newMarker(t, jobPod(), tc.job)
@@ -74,6 +77,75 @@ func TestMarkerGuardsTheJobsBackoffLimit(t *testing.T) {
 	}
 }
 
+func exitCodes(op batchv1.PodFailurePolicyOnExitCodesOperator, values ...int32) batchv1.PodFailurePolicyRule {
+	return batchv1.PodFailurePolicyRule{OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: op, Values: values}}
+}
+
+func onCondition(typ corev1.PodConditionType, status corev1.ConditionStatus) batchv1.PodFailurePolicyRule {
+	return batchv1.PodFailurePolicyRule{OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: typ, Status: status}}}
+}
+
+func act(a batchv1.PodFailurePolicyAction, r batchv1.PodFailurePolicyRule) batchv1.PodFailurePolicyRule {
+	r.Action = a
+	return r
+}
+
+// The Job controller applies the first podFailurePolicy rule that matches
+// a failed pod. An evicted pod carries DisruptionTarget=True, is no longer
+// Ready, and its containers exit on SIGTERM (143) or SIGKILL (137): the
+// eviction is free only when the first rule such a pod can match ignores it.
+func TestJobPodFailurePolicyRulesApplyInOrder(t *testing.T) {
+	const (
+		ignore = batchv1.PodFailurePolicyActionIgnore
+		fail   = batchv1.PodFailurePolicyActionFailJob
+		cnt    = batchv1.PodFailurePolicyActionCount
+		index  = batchv1.PodFailurePolicyActionFailIndex
+	)
+	disruption := onCondition(corev1.DisruptionTarget, corev1.ConditionTrue)
+	for _, tc := range []struct {
+		name  string
+		rules []batchv1.PodFailurePolicyRule
+		free  bool
+	}{
+		{"only the ignore rule", []batchv1.PodFailurePolicyRule{act(ignore, disruption)}, true},
+		{"FailJob on DisruptionTarget first", []batchv1.PodFailurePolicyRule{act(fail, disruption), act(ignore, disruption)}, false},
+		{"Count on DisruptionTarget first", []batchv1.PodFailurePolicyRule{act(cnt, disruption), act(ignore, disruption)}, false},
+		{"FailIndex on DisruptionTarget first", []batchv1.PodFailurePolicyRule{act(index, disruption), act(ignore, disruption)}, false},
+		{"FailJob on any other exit code first", []batchv1.PodFailurePolicyRule{act(fail, exitCodes(batchv1.PodFailurePolicyOnExitCodesOpNotIn, 42)), act(ignore, disruption)}, false},
+		{"Count on SIGTERM's exit code first", []batchv1.PodFailurePolicyRule{act(cnt, exitCodes(batchv1.PodFailurePolicyOnExitCodesOpIn, 143)), act(ignore, disruption)}, false},
+		{"FailJob on the pod losing Ready first", []batchv1.PodFailurePolicyRule{act(fail, onCondition(corev1.PodReady, corev1.ConditionFalse)), act(ignore, disruption)}, false},
+		// The Kubernetes documentation's example: an application's own exit
+		// code fails the Job, a disruption is ignored.
+		{"FailJob on exit code 42 first", []batchv1.PodFailurePolicyRule{act(fail, exitCodes(batchv1.PodFailurePolicyOnExitCodesOpIn, 42)), act(ignore, disruption)}, true},
+		{"FailJob on a condition the pod lacks first", []batchv1.PodFailurePolicyRule{act(fail, onCondition("ConfigIssue", corev1.ConditionTrue)), act(ignore, disruption)}, true},
+		{"an unknown action is skipped", []batchv1.PodFailurePolicyRule{act("Retry", disruption), act(ignore, disruption)}, true},
+		{"an unknown operator does not match", []batchv1.PodFailurePolicyRule{act(fail, exitCodes("Between", 1, 255)), act(ignore, disruption)}, true},
+		// An Ignore that may not match decides nothing: the next rule does.
+		{"Ignore on SIGTERM's exit code, then Count", []batchv1.PodFailurePolicyRule{act(ignore, exitCodes(batchv1.PodFailurePolicyOnExitCodesOpIn, 143)), act(cnt, disruption)}, false},
+		{"Ignore on DisruptionTarget=False", []batchv1.PodFailurePolicyRule{act(ignore, onCondition(corev1.DisruptionTarget, corev1.ConditionFalse))}, false},
+		{"no rule matches", []batchv1.PodFailurePolicyRule{act(fail, exitCodes(batchv1.PodFailurePolicyOnExitCodesOpIn, 42))}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := testJob(0, 0, false)
+			job.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: tc.rules}
+			cs, m := newMarker(t, jobPod(), job)
+			out, err := m.Handle(context.Background(), testMark())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Evicted != tc.free || count(cs, "create", "pods", "eviction") != map[bool]int{true: 1, false: 0}[tc.free] {
+				t.Fatalf("evicted %v (%+v), want %v", out.Evicted, out, tc.free)
+			}
+			if !tc.free && !strings.Contains(events(t, cs)[ReasonNotEvicted].Message, "backoffLimit") {
+				t.Errorf("ReadmitNotEvicted event %q, want the backoffLimit named", events(t, cs)[ReasonNotEvicted].Message)
+			}
+			if got := IgnoresDisruption(job, jobPod()); got != tc.free {
+				t.Errorf("IgnoresDisruption %v, want %v", got, tc.free)
+			}
+		})
+	}
+}
+
 func TestAgentRBACCoversTheJobCheck(t *testing.T) {
 	role := clusterRole(t, "../deploy/kubernetes/rbac-readmit.yaml", "migpro-agent-readmit")
 	cs, m := newMarker(t, jobPod(), testJob(0, 0, true))
@@ -81,4 +153,24 @@ func TestAgentRBACCoversTheJobCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkActions(t, role, cs)
+}
+
+// A rule on a condition the pod already has matches it at its failure too;
+// with the pod unknown, any such rule may match.
+func TestIgnoresDisruptionReadsThePodsConditions(t *testing.T) {
+	job := testJob(0, 0, false)
+	job.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		act(batchv1.PodFailurePolicyActionFailJob, onCondition("ConfigIssue", corev1.ConditionTrue)),
+		act(batchv1.PodFailurePolicyActionIgnore, onCondition(corev1.DisruptionTarget, ""))}}
+	pod := jobPod()
+	if !IgnoresDisruption(job, pod) {
+		t.Error("the pod has no ConfigIssue: the Ignore rule decides")
+	}
+	if IgnoresDisruption(job, nil) {
+		t.Error("pod unknown: the FailJob rule may match first")
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: "ConfigIssue", Status: corev1.ConditionTrue}}
+	if IgnoresDisruption(job, pod) {
+		t.Error("the pod has ConfigIssue: the FailJob rule matches first")
+	}
 }

@@ -137,7 +137,7 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		return out, nil
 	}
 	rule := Rule{Container: mk.ContainerName, From: from, To: out.To, ForecastBytes: mk.ForecastBytes,
-		Reason: mk.Reason, Pod: pod.Name, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second)}
+		Reason: mk.Reason, Pod: pod.Name, PodUID: pod.UID, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second)}
 	if out.Recorded, err = m.store.Record(ctx, pod.Namespace, out.Controller, rule); err != nil {
 		// Without the recommendation the replacement would ask for the same
 		// profile: evicting would only restart the OOM.
@@ -145,20 +145,27 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		return out, fmt.Errorf("readmit %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	msg := fmt.Sprintf("%s; recommended %s for pods of %s", what, out.To, out.Controller)
+	if pod.Labels[LabelReadmit] == ReadmitDisabled {
+		// The webhook skips such pods too: the replacement would come back
+		// on the same profile. The recommendation stays for when the label
+		// goes.
+		note := "the pod is labelled " + LabelReadmit + "=" + ReadmitDisabled
+		m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+note)
+		log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; readmission disabled by label, pod left running")
+		out.Ignored = note
+		return out, nil
+	}
 	if out.Controller.Kind == "Job" && out.Controller.APIVersion == "batch/v1" {
-		note, ok, err := m.jobEvictionCost(ctx, pod, out.Controller)
+		note, err := m.jobEvictionCost(ctx, pod, out.Controller)
 		if err != nil {
 			m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+err.Error())
 			return out, fmt.Errorf("readmit %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
-		if !ok {
+		if note != "" {
 			m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+note)
-			log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; evicting would fail the Job, pod left running")
+			log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; evicting would count against the Job's backoffLimit, pod left running")
 			out.Ignored = note
 			return out, nil
-		}
-		if note != "" {
-			msg += "; " + note
 		}
 	}
 	m.event(ctx, pod, corev1.EventTypeWarning, ReasonPredictedOOM, msg+"; evicting")

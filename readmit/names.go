@@ -27,11 +27,18 @@ const (
 	// RecommendationKey is the ConfigMap data key holding the JSON record.
 	RecommendationKey = "recommendation.json"
 
+	// LabelReadmit set to ReadmitDisabled on a pod opts it out of
+	// readmission: the webhook skips it (its objectSelector), and the Marker
+	// annotates it and records the recommendation but never evicts it.
+	LabelReadmit    = "migpro.dev/readmit"
+	ReadmitDisabled = "disabled"
+
 	// Event reasons, on the pod.
 	ReasonPredictedOOM    = "PredictedOOM"
 	ReasonEvictionBlocked = "ReadmitEvictionBlocked"
 	ReasonEvicted         = "ReadmitEvicted"
 	ReasonNotEvicted      = "ReadmitNotEvicted"
+	ReasonDecayed         = "ReadmitDecayed"
 
 	// Component is the event source.
 	Component = "migpro-readmit"

@@ -33,25 +33,42 @@ func (s Store) Owner(ctx context.Context, namespace string, c Controller) Contro
 
 // loops returns why evicting pod would repeat a move that did not happen:
 // the owner already has a rule moving this container off from, recorded for
-// another pod before this one was created, yet this pod still asks for from
-// (the webhook was bypassed or failed open). Evicting again would only
-// restart it on the same profile, so the Marker stops there. "" means no
-// loop.
+// another pod, and this pod, created in or after the second of that rule,
+// still asks for from (the webhook was bypassed or failed open). Evicting
+// again would only restart it on the same profile, so the Marker stops
+// there. "" means no loop.
+//
+// Both timestamps are whole seconds and a replacement is normally created in
+// the second its predecessor was evicted, so a pod created in the rule's
+// second counts as created after it. "Another pod" is told by UID where the
+// rule records one: a StatefulSet's replacement has its predecessor's name.
+// A pod that already asks for the rule's target (or a larger profile) does
+// not ask for from and never matches: moving it on is a new reason, a
+// further rule in the chain.
 func (m *Marker) loops(ctx context.Context, pod *corev1.Pod, container, from string, out Outcome) string {
 	rec, err := m.store.getOwned(ctx, pod.Namespace, out.Controller)
 	if err != nil || rec == nil {
 		return ""
 	}
 	for _, r := range rec.Rules {
-		if r.From != from || (r.Container != "" && r.Container != container) || r.Pod == pod.Name {
+		if r.From != from || (r.Container != "" && r.Container != container) || samePod(r, pod) {
 			continue
 		}
-		if !r.At.IsZero() && pod.CreationTimestamp.After(r.At) {
+		if !r.At.IsZero() && !pod.CreationTimestamp.Time.Before(r.At) {
 			return fmt.Sprintf("%s was already moved from %s to %s for the same reason (pod %s), and this pod, created after that, still asks for %s: the readmission webhook did not rewrite it",
 				out.Controller, from, r.To, r.Pod, from)
 		}
 	}
 	return ""
+}
+
+// samePod reports whether rule r was recorded for pod itself (a second mark
+// of the same pod): by UID when the rule has one, else by name.
+func samePod(r Rule, pod *corev1.Pod) bool {
+	if r.PodUID != "" {
+		return r.PodUID == pod.UID
+	}
+	return r.Pod == pod.Name
 }
 
 // offered reports whether any node of the cluster advertises resource. A

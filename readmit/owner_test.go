@@ -55,17 +55,26 @@ func TestMarkerDoesNotMoveTwiceForTheSameReason(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		created time.Time
+		rule    Rule
 		evicted bool
 	}{
-		{"created after the move", moved.Add(time.Minute), false},
-		{"created before the move", moved.Add(-time.Minute), true},
+		{"created after the move", moved.Add(time.Minute), Rule{Pod: rsName + "-first"}, false},
+		// Timestamps are whole seconds: a replacement is normally created
+		// in the second its predecessor was evicted.
+		{"created in the second of the move", moved, Rule{Pod: rsName + "-first"}, false},
+		{"created before the move", moved.Add(-time.Minute), Rule{Pod: rsName + "-first"}, true},
+		// A StatefulSet's replacement has its predecessor's name: the UID
+		// tells them apart.
+		{"same name, another pod", moved.Add(time.Minute), Rule{Pod: rsName + "-abcde", PodUID: "old-uid"}, false},
+		{"the same pod marked again", moved.Add(-time.Minute), Rule{Pod: rsName + "-abcde", PodUID: podUID}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := testPod(true)
 			pod.CreationTimestamp = metav1.NewTime(tc.created)
 			cs, m := newMarker(t, pod)
-			if _, err := (Store{Client: cs}).Record(context.Background(), ns, testCtrl,
-				Rule{Container: "main", From: res1g, To: res2g, Pod: rsName + "-first", At: moved}); err != nil {
+			rule := tc.rule
+			rule.Container, rule.From, rule.To, rule.At = "main", res1g, res2g, moved
+			if _, err := (Store{Client: cs}).Record(context.Background(), ns, testCtrl, rule); err != nil {
 				t.Fatal(err)
 			}
 			out, err := m.Handle(context.Background(), testMark())

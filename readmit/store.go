@@ -27,14 +27,17 @@ func (c Controller) String() string { return c.Kind + "/" + c.Name }
 // Rule says: a container (any when Container is empty) asking for resource
 // From should get resource To instead.
 type Rule struct {
-	Container     string    `json:"container,omitempty"`
-	From          string    `json:"from"`
-	To            string    `json:"to"`
-	ForecastBytes uint64    `json:"forecastBytes,omitempty"`
-	Reason        string    `json:"reason,omitempty"`
-	Pod           string    `json:"pod,omitempty"`
-	Node          string    `json:"node,omitempty"`
-	At            time.Time `json:"at"`
+	Container     string `json:"container,omitempty"`
+	From          string `json:"from"`
+	To            string `json:"to"`
+	ForecastBytes uint64 `json:"forecastBytes,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	Pod           string `json:"pod,omitempty"`
+	// PodUID is the marked pod's UID: a StatefulSet's replacement has its
+	// predecessor's name, not its UID.
+	PodUID types.UID `json:"podUID,omitempty"`
+	Node   string    `json:"node,omitempty"`
+	At     time.Time `json:"at"`
 	// FitRuns counts the consecutive finished runs whose peak fit From
 	// again (RecordRun); at DecayRuns the rule is dropped.
 	FitRuns int `json:"fitRuns,omitempty"`

@@ -7,6 +7,10 @@
 //   - readmission (package readmit): a pod whose container the predictor
 //     marks gets its recommendation stored and is evicted, so its controller
 //     recreates it on the larger profile;
+//   - moving down (runs.go): every container's end, with its peak, is
+//     counted against its owner's recommendation by a RunRecorder (the
+//     link's readmit.Marker), so a workload whose runs fit a smaller profile
+//     again asks for it;
 //   - fail-open Events (failopen.go): a pod whose container the hook let
 //     start without telemetry gets a Warning Event (TelemetryFailOpen)
 //     saying so, once the agent has checked the pod is on its node.

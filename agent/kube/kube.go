@@ -60,6 +60,7 @@ type Option func(*options)
 
 type options struct {
 	clientset Client
+	runs      RunRecorder
 }
 
 // WithClientset uses cs instead of a client built from the agent's
@@ -85,6 +86,8 @@ type link struct {
 	marker    *readmit.Marker
 	marks     chan agent.Mark
 	failOpens chan failOpen
+	runs      RunRecorder
+	ends      chan agent.End
 }
 
 // markQueue bounds the marks waiting for readmission. A mark comes once per
@@ -132,9 +135,14 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 	l := &link{a: a, log: log, cs: cs, node: cfg.NodeName, demand: src, marks: make(chan agent.Mark, markQueue),
 		failOpens: make(chan failOpen, markQueue),
 		marker: readmit.NewMarker(cs, readmit.WithDomain(cfg.Domain), readmit.WithNodeName(cfg.NodeName),
-			readmit.WithLogger(a.Logger().WithField("component", "readmit")))}
+			readmit.WithLogger(a.Logger().WithField("component", "readmit"))),
+		ends: make(chan agent.End, markQueue), runs: o.runs}
+	if l.runs == nil {
+		l.runs = l.marker
+	}
 	a.OnMark(l.queue)
 	a.OnFailOpen(l.queueFailOpen)
+	a.OnContainerEnd(l.queueEnd)
 	log.WithFields(logrus.Fields{"node": cfg.NodeName, "server": host}).Info("cluster demand and readmission on")
 	return l, nil
 }
@@ -169,12 +177,14 @@ func (l *link) queue(m agent.Mark) {
 	}
 }
 
-// Run serves cluster demand, readmits marked pods and records the Events of
+// Run serves cluster demand, readmits marked pods, counts finished runs
+// against their owners' recommendations and records the Events of
 // fail-opens until ctx ends. Each readmission runs on its own, because one
 // may wait long on a PodDisruptionBudget, but all of them end with ctx.
 func (l *link) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return l.demand.Run(ctx) })
+	g.Go(func() error { return l.countRuns(ctx) })
 	g.Go(func() error {
 		for {
 			select {
