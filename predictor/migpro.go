@@ -51,6 +51,9 @@ const (
 	// jumpShare is the largest share of a window's rise its newest quarter
 	// may hold; linear growth puts a quarter there.
 	jumpShare = 0.6
+	// stepShare is the share of a window's rise one step between two
+	// neighbouring points may hold before jumpOnly discounts it.
+	stepShare = 0.4
 	// rawZ is the significance asked of the raw usage's slope. It is lower
 	// than the peak's z: under a per-step sawtooth (activations filled and
 	// freed every step) the raw series' residuals are the whole tooth, and at
@@ -190,17 +193,46 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first
-	factor := p.cfg.LeadFactor
-	if elapsed < p.cfg.LoadGrace {
-		factor = min(factor, p.cfg.LoadLeadFactor)
-	}
-	lead := max(p.cfg.MinLead, factor*elapsed)
+	lead := max(p.cfg.MinLead, p.cfg.LeadFactor*elapsed)
 	tto := max(0, (capacity-upper(now))/sc.fit.slope())
+	if tto > lead || (!p.cfg.NoJumpGate && m.jumpOnly(sc)) {
+		return verdict{}, false
+	}
 	// With no horizon the size to readmit on is a guess: expect the run to
 	// last as long again as it has, and at least until the crossing.
 	return verdict{
 		target: now + max(tto, elapsed), riskAt: now + lead, tto: tto, reason: ReasonTimeToOOM,
-	}, tto <= lead
+	}, true
+}
+
+// jumpOnly reports whether a window's rise is mostly one step: a one-shot
+// jump (a KV cache preallocated in one call, a pool reserved at once) raises
+// the level, not the trend. When the largest rise between two neighbouring
+// points holds more than stepShare of the window's rise, the growth must go
+// on after it: the points since the step must span a quarter of the window
+// and rise at newestRatio of the fitted slope. A load that jumps to its level
+// and stops fails; growth in regular steps, several to a window, passes. It
+// runs only on a window that would otherwise mark, so its O(Window) scan is
+// rare.
+func (m *migpro) jumpOnly(sc *scale) bool {
+	newest, oldest := m.back(0), m.back(sc.held-1)
+	rise, span := newest.y-oldest.y, newest.t-oldest.t
+	if rise <= 0 || span <= 0 {
+		return false
+	}
+	var step float64
+	at := 0
+	for k := 0; k < sc.held-1; k++ {
+		if d := m.back(k).y - m.back(k+1).y; d > step {
+			step, at = d, k
+		}
+	}
+	if step <= stepShare*rise {
+		return false
+	}
+	after := m.back(at)
+	dt := newest.t - after.t
+	return dt < span/quarters || newest.y-after.y < newestRatio*sc.fit.slope()*dt
 }
 
 // growing is the trend gate for one window. The slope must be significant at

@@ -257,8 +257,8 @@ func BenchmarkObserve(b *testing.B) {
 		{"baseline-fitting", predictor.Config{Algorithm: predictor.Baseline, ConvergeTol: 1e-300}, 0},
 		{"migpro", predictor.Config{Algorithm: predictor.Migpro, Horizon: 1e15}, 0},
 		{"migpro-time-to-oom", predictor.Config{Algorithm: predictor.Migpro}, 0},
-		// The shim's rate: ten samples per one-second bin, nine of them
-		// updating the bin's point in place.
+		// The shim's rate with the agent's settings: twenty samples per
+		// 2 s bin, nineteen of them updating the bin's point in place.
 		{"migpro-time-to-oom-10hz", predictor.ForSeconds(predictor.Config{Algorithm: predictor.Migpro}), 10},
 	} {
 		b.Run(v.name, func(b *testing.B) {

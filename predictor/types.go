@@ -91,17 +91,6 @@ type Config struct {
 	// series unmarked.
 	LeadFactor float64
 	MinLead    float64
-	// LoadGrace and LoadLeadFactor cover model loading: for the first
-	// LoadGrace T units the lead is max(MinLead, LoadLeadFactor × elapsed)
-	// instead. A loading ramp that starts at the CUDA context and fills less
-	// than half of the instance then never reaches a mark, whatever its
-	// speed (marking needs the bound to cross capacity within one elapsed
-	// time, i.e. a rise of half the headroom), while growth that keeps going
-	// is still marked with a lead as long as it has been watched. Defaults
-	// 0 (off) and 1; the agent, whose T is seconds since the container
-	// started, sets LoadGrace to DefaultLoadGrace.
-	LoadGrace      float64
-	LoadLeadFactor float64
 	// Scales is how many windows migpro fits at once: Window, Window/2,
 	// Window/4, Window/8. Default 4; 1 fits the longest window only (slower
 	// to see growth that starts late).
@@ -110,6 +99,9 @@ type Config struct {
 	// slope's significance. For measuring what the gate buys; never set it
 	// in production.
 	NoTrendGate bool
+	// NoJumpGate drops the check that a window's rise is not one step that
+	// growth does not follow (migpro's jumpOnly). For measuring it only.
+	NoJumpGate bool
 	// Persist is how many consecutive samples must agree before migpro marks;
 	// this is the hysteresis against one-sample flukes. Default 3.
 	Persist int
@@ -171,9 +163,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LeadFactor == 0 {
 		c.LeadFactor = 3
 	}
-	if c.LoadLeadFactor == 0 {
-		c.LoadLeadFactor = 0.5
-	}
 	if c.Scales == 0 {
 		c.Scales = scales
 	}
@@ -187,7 +176,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Margin = 0.10
 	}
 	if c.Z < 0 || c.MinSamples < 2 || c.ConvergeWindow < 2 || c.ConvergeTol < 0 ||
-		c.LeadFactor < 0 || c.MinLead < 0 || c.LoadGrace < 0 || c.LoadLeadFactor < 0 || c.Persist < 1 || c.Margin < 0 {
+		c.LeadFactor < 0 || c.MinLead < 0 || c.Persist < 1 || c.Margin < 0 {
 		return c, fmt.Errorf("predictor: invalid config %+v", c)
 	}
 	return c, nil
@@ -196,23 +185,31 @@ func (c Config) withDefaults() (Config, error) {
 const maxConvergeWindow = 16
 
 // The settings for a series in seconds from the container's start, as the
-// agent feeds it (ForSeconds): a loading grace long enough for weights read
-// from slow storage, 2 s bins (a bin of 1 s marked 6–8 in 100 chunked loads
-// and a vLLM preallocation or two, a bin of 4 s missed fast growth), and 12
-// bins (24 s) before any mark, which still marks growth reaching the OOM 30 s
-// after loading at least 5 s ahead.
+// agent feeds it (ForSeconds). See ForSeconds for why each holds.
 const (
-	DefaultLoadGrace  = 120
+	SecondsLeadFactor = 0.25
+	SecondsMinLead    = 0
 	SecondsBin        = 2
 	SecondsMinSamples = 12
 )
 
 // ForSeconds returns c with the settings for a series in seconds from the
-// container's start (LoadGrace, Bin, MinSamples) wherever c leaves them
-// zero. The other defaults are those of an iteration-indexed trace.
+// container's start wherever c leaves them zero; the other defaults are those
+// of an iteration-indexed trace:
+//   - Bin 2 s: the windows, MinSamples and Persist count spans of time, so
+//     the shim's 10 Hz and NVML's 1 Hz read alike.
+//   - MinSamples 12 bins (24 s) before any mark.
+//   - LeadFactor 0.5 for the whole run: the bound must cross capacity within
+//     half the time the series has been watched. Such a series starts with
+//     model loading, and a load that starts at the context cannot reach a
+//     mark unless it fills about two thirds of the instance, whatever its
+//     speed and however long it lasts.
 func ForSeconds(c Config) Config {
-	if c.LoadGrace == 0 {
-		c.LoadGrace = DefaultLoadGrace
+	if c.LeadFactor == 0 {
+		c.LeadFactor = SecondsLeadFactor
+	}
+	if c.MinLead == 0 {
+		c.MinLead = SecondsMinLead
 	}
 	if c.Bin == 0 {
 		c.Bin = SecondsBin

@@ -17,6 +17,7 @@ type RealRow struct {
 	Hz        float64
 	Algorithm predictor.Algorithm
 	Seeds     int
+	Growing   bool
 	// FalseMarks counts marked quiet runs; Missed counts growing runs not
 	// marked before their OOM sample.
 	FalseMarks, Missed int
@@ -28,12 +29,12 @@ type RealRow struct {
 	MeanPeakErr float64
 }
 
-// ScoreReal runs every RealFamily at both rates for seeds seeds.
-func ScoreReal(cfg predictor.Config, seeds int) ([]RealRow, error) {
+// ScoreReal runs every family at both rates for seeds seeds.
+func ScoreReal(cfg predictor.Config, fams []tracegen.RealFamily, seeds int) ([]RealRow, error) {
 	var rows []RealRow
-	for _, fam := range tracegen.RealFamilies() {
+	for _, fam := range fams {
 		for _, hz := range []float64{tracegen.ShimHz, tracegen.NVMLHz} {
-			row := RealRow{Family: fam.Name, Hz: hz, Algorithm: cfg.Algorithm, Seeds: seeds}
+			row := RealRow{Family: fam.Name, Hz: hz, Algorithm: cfg.Algorithm, Seeds: seeds, Growing: fam.Growing}
 			if row.Algorithm == "" {
 				row.Algorithm = predictor.Migpro
 			}

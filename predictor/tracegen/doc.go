@@ -1,7 +1,11 @@
 // Package tracegen makes the synthetic memory traces the predictor is scored
 // on: growth that ends in an OOM on a 10 GiB instance (the thesis's Qwen2 and
 // Llama-3 runs), and shapes that never exceed it but look alarming to a naive
-// fit (bursts, sawtooth, epochs, warm-up then plateau). Every family is a
+// fit (bursts, sawtooth, epochs, warm-up then plateau). RealFamilies and
+// HeldOutFamilies are series in seconds shaped after what frameworks do
+// (vLLM, Hugging Face generate, PyTorch's caching allocator, training),
+// sampled at the shim's rate as the agent merges it with NVML, and at
+// NVML's. Every family is a
 // deterministic function of a seed, so the checked-in files can be
 // regenerated bit for bit and tests can sweep many seeds of the same shape.
 package tracegen

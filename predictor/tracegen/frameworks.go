@@ -3,83 +3,7 @@ package tracegen
 import (
 	"math"
 	"math/rand/v2"
-
-	"github.com/migpro/migpro/predictor/trace"
 )
-
-// Rates at which the agent sees a container's memory: the shim reports at
-// ShimHz and the NVML poller reads the instance at NVMLHz. The series the
-// predictor is fed is max(shim, NVML) at whichever arrives.
-const (
-	ShimHz = 10.0
-	NVMLHz = 1.0
-)
-
-// RealFamily is a memory series shaped after what a framework does on the
-// GPU, in seconds from the container's start: a CUDA context, then the
-// framework's caching-allocator pool as NVML counts it (reserved, not
-// allocated, memory). docs/predictor.md cites the framework behaviour each
-// one follows.
-type RealFamily struct {
-	Name string
-	// Growing families reach Capacity; OOMAt is the time of the first sample
-	// over it in the series returned by Generate (0 for quiet families).
-	Growing bool
-	// Duration is how long a quiet series runs, in seconds.
-	Duration float64
-	// used returns the NVML-visible bytes at each 1/ShimHz tick.
-	used func(r *rand.Rand, d float64) []float64
-}
-
-// RealFamilies lists the framework-shaped families, quiet ones first.
-func RealFamilies() []RealFamily {
-	return []RealFamily{
-		{Name: "vllm-0.90", Duration: 240, used: vllm(0.90, 0.4, 1.2)},
-		{Name: "vllm-0.95-slowload", Duration: 240, used: vllm(0.95, 0.06, 0.15)},
-		{Name: "hf-generate-staircase", Duration: 300, used: hfGenerate},
-		{Name: "torch-pool-warmup", Duration: 240, used: poolWarmup},
-		{Name: "training-settle-eval", Duration: 300, used: training(0)},
-		{Name: "chunked-load", Duration: 240, used: chunkedLoadOnly},
-		{Name: "training-slow-leak", Growing: true, Duration: 1800, used: training(1)},
-		{Name: "fast-growth-after-load", Growing: true, Duration: 300, used: fastGrowth},
-		{Name: "sawtooth-growth", Growing: true, Duration: 1200, used: sawtoothGrowth},
-	}
-}
-
-// Generate renders the family for one seed at rate hz (ShimHz or NVMLHz).
-// Both rates sample the same underlying run: the NVML series is every
-// tenth shim tick, from a seeded phase. A growing series ends at its first
-// sample over Capacity; a quiet one stays under it.
-func (f RealFamily) Generate(seed uint64, hz float64) trace.Trace {
-	r := rand.New(rand.NewPCG(seed, 0x7265616c)) // "real"
-	ticks := f.used(r, f.Duration)
-	step := max(1, int(math.Round(ShimHz/hz)))
-	phase := r.IntN(step)
-	c := float64(Capacity)
-	tr := trace.Trace{Name: f.Name}
-	for i := phase; i < len(ticks); i += step {
-		u := ticks[i]
-		if !f.Growing {
-			u = math.Min(u, c-64*mib)
-		}
-		tr.Rows = append(tr.Rows, trace.Row{T: float64(i) / ShimHz, Used: uint64(math.Max(u, 0))})
-		if u > c {
-			break
-		}
-	}
-	return tr
-}
-
-// OOM returns the time of the first sample over Capacity, and false when
-// the series never exceeds it.
-func OOM(tr trace.Trace) (float64, bool) {
-	for _, row := range tr.Rows {
-		if row.Used > Capacity {
-			return row.T, true
-		}
-	}
-	return 0, false
-}
 
 // pool is PyTorch's caching allocator as the driver sees it: requests under
 // 1 MiB are served from 2 MiB segments, requests up to 10 MiB from 20 MiB
@@ -114,20 +38,26 @@ func (p *pool) release() {
 	p.reserved = math.Max(p.allocated, math.Ceil(p.allocated/(20*mib))*20*mib)
 }
 
-// run drives a pool tick by tick and records context + reserved.
+// run drives a pool tick by tick and records its reserved bytes; the
+// context is returned beside them. kept is a second pool for small tensors
+// kept alive across steps: they come from their own 2 MiB and 20 MiB
+// segments, not from the blocks the large activations free.
 type run struct {
 	r     *rand.Rand
 	ctx   float64
 	p     pool
+	kept  pool
 	ticks []float64
 }
+
+func (w *run) done() (float64, []float64) { return w.ctx, w.ticks }
 
 func newRun(r *rand.Rand) *run {
 	// The CUDA context: 300 to 600 MiB depending on the loaded kernels.
 	return &run{r: r, ctx: (300 + 300*r.Float64()) * mib}
 }
 
-func (w *run) tick()          { w.ticks = append(w.ticks, w.ctx+w.p.reserved) }
+func (w *run) tick()          { w.ticks = append(w.ticks, w.p.reserved+w.kept.reserved) }
 func (w *run) now() float64   { return float64(len(w.ticks)) / ShimHz }
 func (w *run) idle(s float64) { w.until(w.now() + s) }
 func (w *run) until(t float64) {
@@ -139,6 +69,9 @@ func (w *run) until(t float64) {
 // load copies weights of total bytes tensor by tensor at bw bytes/s:
 // chunked copies of 16 to 400 MiB, each one allocation.
 func (w *run) load(total, bw float64) {
+	if bw <= 0 {
+		return
+	}
 	for done := 0.0; done < total; {
 		c := math.Min(total-done, (16+384*w.r.Float64())*mib)
 		w.p.alloc(c)
@@ -147,18 +80,37 @@ func (w *run) load(total, bw float64) {
 	}
 }
 
+// loadSpeed draws a load's bandwidth in bytes/s for weights of total bytes:
+// uniform in [lo, hi] GiB/s, or, when secs is set, whatever finishes in a
+// uniform [lo, hi] seconds.
+type loadSpeed struct {
+	lo, hi float64
+	secs   bool
+}
+
+func gibps(lo, hi float64) loadSpeed   { return loadSpeed{lo: lo, hi: hi} }
+func seconds(lo, hi float64) loadSpeed { return loadSpeed{lo: lo, hi: hi, secs: true} }
+
+func (s loadSpeed) draw(r *rand.Rand, total float64) float64 {
+	v := s.lo + (s.hi-s.lo)*r.Float64()
+	if s.secs {
+		return total / v
+	}
+	return v * gib
+}
+
 // vllm loads the weights, runs a profiling forward pass whose activations
 // spike and are freed (empty_cache), then preallocates the KV cache in one
 // call so the pool reaches util × Capacity, and stays flat while serving.
-func vllm(util, bwLo, bwHi float64) func(*rand.Rand, float64) []float64 {
-	return func(r *rand.Rand, d float64) []float64 {
+func vllm(util float64, speed loadSpeed) func(*rand.Rand, float64) (float64, []float64) {
+	return func(r *rand.Rand, d float64) (float64, []float64) {
 		w := newRun(r)
 		w.idle(1 + 2*r.Float64()) // process and CUDA start
 		weights := (2 + 2*r.Float64()) * gib
-		w.load(weights, (bwLo+(bwHi-bwLo)*r.Float64())*gib)
+		w.load(weights, speed.draw(r, weights))
 		w.idle(0.5 + r.Float64())
 		spike := (0.4 + 1.2*r.Float64()) * gib
-		for i := 0; i < 10; i++ { // the profiling run's activations, in steps
+		for range 10 { // the profiling run's activations, in steps
 			w.p.alloc(spike / 10)
 			w.idle(0.1 + 0.2*r.Float64())
 		}
@@ -168,7 +120,7 @@ func vllm(util, bwLo, bwHi float64) func(*rand.Rand, float64) []float64 {
 		kv := util*float64(Capacity) - w.ctx - w.p.reserved
 		w.p.alloc(kv) // one allocation for every KV block
 		w.until(d)
-		return w.ticks
+		return w.done()
 	}
 }
 
@@ -176,7 +128,7 @@ func vllm(util, bwLo, bwHi float64) func(*rand.Rand, float64) []float64 {
 // to the KV cache, so a request's memory grows with its length and is freed
 // at its end; the pool keeps the segments, so reserved memory climbs a
 // staircase of record request lengths and then holds.
-func hfGenerate(r *rand.Rand, d float64) []float64 {
+func hfGenerate(r *rand.Rand, d float64) (float64, []float64) {
 	w := newRun(r)
 	w.idle(1 + 2*r.Float64())
 	w.load((2+1.5*r.Float64())*gib, (0.3+r.Float64())*gib)
@@ -196,13 +148,13 @@ func hfGenerate(r *rand.Rand, d float64) []float64 {
 		w.p.free(held)
 		w.idle(0.5 + 3*r.Float64())
 	}
-	return w.ticks
+	return w.done()
 }
 
 // poolWarmup is PyTorch's allocator warming up under a steady workload:
 // the first iterations reserve many 2 MiB and 20 MiB segments as the
 // working set is first touched, then every request is served from the pool.
-func poolWarmup(r *rand.Rand, d float64) []float64 {
+func poolWarmup(r *rand.Rand, d float64) (float64, []float64) {
 	w := newRun(r)
 	w.idle(1 + 2*r.Float64())
 	w.load((1+2*r.Float64())*gib, (0.5+r.Float64())*gib)
@@ -225,91 +177,148 @@ func poolWarmup(r *rand.Rand, d float64) []float64 {
 		w.p.free(held)
 		w.idle(iter)
 	}
-	return w.ticks
+	return w.done()
 }
 
-// training loads a model, then its first steps reserve gradients, the
+// trainingSettle loads a model, then its first step reserves gradients, the
 // optimizer's two moment buffers and the activations; after that reserved
 // memory is flat, except that the first evaluation (a larger batch, no
-// gradients) may add a segment. leak > 0 adds tensors kept alive every step
-// (a loss history kept on the GPU): slow growth to the OOM.
-func training(leak float64) func(*rand.Rand, float64) []float64 {
-	return func(r *rand.Rand, d float64) []float64 {
-		w := newRun(r)
-		w.idle(2 + 3*r.Float64())
-		params := (0.6 + 0.6*r.Float64()) * gib
-		w.load(params, (0.4+r.Float64())*gib)
-		acts := (1 + 1.5*r.Float64()) * gib
-		step := 0.5 + r.Float64()
-		evalEvery := 40 + 40*r.Float64()
-		perStep := leak * (8 + 8*r.Float64()) * mib
-		nextEval := w.now() + evalEvery
-		for n := 0; w.now() < d; n++ {
-			if n == 0 {
-				w.p.alloc(params)     // gradients
-				w.p.alloc(2 * params) // Adam's exp_avg and exp_avg_sq
-			}
-			w.p.alloc(acts)
-			w.idle(step / 2)
-			w.p.free(acts)
-			w.p.alloc(perStep)
-			w.idle(step / 2)
-			if w.now() >= nextEval {
-				e := acts * (1.1 + 0.3*r.Float64())
-				w.p.alloc(e)
-				w.idle(3 + 3*r.Float64())
-				w.p.free(e)
-				nextEval += evalEvery
-			}
+// gradients) may add a segment once.
+func trainingSettle(r *rand.Rand, d float64) (float64, []float64) {
+	w := newRun(r)
+	w.idle(2 + 3*r.Float64())
+	params := (0.6 + 0.6*r.Float64()) * gib
+	w.load(params, (0.4+r.Float64())*gib)
+	acts := (1 + 1.5*r.Float64()) * gib
+	step := 0.5 + r.Float64()
+	evalEvery := 40 + 40*r.Float64()
+	nextEval := w.now() + evalEvery
+	for n := 0; w.now() < d; n++ {
+		if n == 0 {
+			w.p.alloc(params)     // gradients
+			w.p.alloc(2 * params) // Adam's exp_avg and exp_avg_sq
 		}
-		return w.ticks
+		w.p.alloc(acts)
+		w.idle(step)
+		w.p.free(acts)
+		if w.now() >= nextEval {
+			e := acts * (1.1 + 0.3*r.Float64())
+			w.p.alloc(e)
+			w.idle(3 + 3*r.Float64())
+			w.p.free(e)
+			nextEval += evalEvery
+		}
 	}
+	return w.done()
 }
 
-// chunkedLoadOnly loads a large model tensor by tensor and then serves
+// trainingLeak is trainingSettle with a slow leak: every step keeps a 4 to
+// 10 MiB tensor alive (per-step outputs or a loss history kept on the GPU
+// with its graph). The kept tensors come from 20 MiB segments of their own,
+// so reserved memory rises by one segment every few steps, 2.7 to 20 MiB/s,
+// and the run reaches the OOM within its Duration. Its evaluation uses a
+// smaller batch than training (no gradients), so it adds no segment.
+func trainingLeak(r *rand.Rand, d float64) (float64, []float64) {
+	w := newRun(r)
+	w.idle(2 + 3*r.Float64())
+	params := (0.5 + 0.5*r.Float64()) * gib
+	w.load(params, (0.4+r.Float64())*gib)
+	acts := (1 + r.Float64()) * gib
+	step := 0.5 + r.Float64()
+	evalEvery := 40 + 40*r.Float64()
+	leak := (4 + 6*r.Float64()) * mib
+	nextEval := w.now() + evalEvery
+	for n := 0; w.now() < d; n++ {
+		if n == 0 {
+			w.p.alloc(3 * params) // gradients, exp_avg, exp_avg_sq
+		}
+		w.p.alloc(acts)
+		w.idle(step)
+		w.p.free(acts)
+		w.kept.alloc(leak)
+		if w.now() >= nextEval {
+			e := acts * (0.6 + 0.3*r.Float64())
+			w.p.alloc(e)
+			w.idle(3 + 3*r.Float64())
+			w.p.free(e)
+			nextEval += evalEvery
+		}
+	}
+	return w.done()
+}
+
+// chunked loads a model of lo to hi GiB tensor by tensor and then serves
 // without further allocation: a loading ramp and a plateau.
-func chunkedLoadOnly(r *rand.Rand, d float64) []float64 {
-	w := newRun(r)
-	w.idle(1 + 2*r.Float64())
-	w.load((4+4*r.Float64())*gib, (0.2+1.3*r.Float64())*gib)
-	w.until(d)
-	return w.ticks
-}
-
-// fastGrowth loads, then grows by 100 to 250 MiB/s: an unbounded cache or a
-// batch that keeps doubling its buffers, seconds from the OOM.
-func fastGrowth(r *rand.Rand, d float64) []float64 {
-	w := newRun(r)
-	w.idle(1 + 2*r.Float64())
-	w.load((1.5+1.5*r.Float64())*gib, (0.5+r.Float64())*gib)
-	rate := (100 + 150*r.Float64()) * mib
-	for w.now() < d {
-		w.p.alloc(rate / ShimHz * (0.5 + r.Float64()))
-		w.tick()
+func chunked(lo, hi float64, speed loadSpeed) func(*rand.Rand, float64) (float64, []float64) {
+	return func(r *rand.Rand, d float64) (float64, []float64) {
+		w := newRun(r)
+		w.idle(1 + 2*r.Float64())
+		total := (lo + (hi-lo)*r.Float64()) * gib
+		w.load(total, speed.draw(r, total))
+		w.until(d)
+		return w.done()
 	}
-	return w.ticks
 }
 
-// sawtoothGrowth is a training step whose activations fill and free every
-// step on top of a baseline that grows slowly (the flan-t5 case of the
-// thesis: the per-step peak climbs under a sawtooth). Reserved memory is
-// what NVML sees; the sawtooth shows because each step releases its
-// activations to the driver (expandable segments or empty_cache per step).
-func sawtoothGrowth(r *rand.Rand, d float64) []float64 {
-	w := newRun(r)
-	w.idle(2 + 2*r.Float64())
-	w.load((1+r.Float64())*gib, (0.5+r.Float64())*gib)
-	acts := (2 + 2*r.Float64()) * gib
-	step := 3 + 4*r.Float64()
-	leak := (8 + 8*r.Float64()) * mib // per second
+// fastGrowth loads, then grows by lo to hi MiB/s: an unbounded cache or a
+// batch that keeps doubling its buffers, seconds from the OOM.
+func fastGrowth(lo, hi float64) func(*rand.Rand, float64) (float64, []float64) {
+	return func(r *rand.Rand, d float64) (float64, []float64) {
+		w := newRun(r)
+		w.idle(1 + 2*r.Float64())
+		w.load((1.5+1.5*r.Float64())*gib, (0.5+r.Float64())*gib)
+		rate := (lo + (hi-lo)*r.Float64()) * mib
+		for w.now() < d {
+			w.p.alloc(rate / ShimHz * (0.5 + r.Float64()))
+			w.tick()
+		}
+		return w.done()
+	}
+}
+
+// sawtoothOn is a training step whose activations fill and free every step on
+// top of a base that grows (the thesis's flan-t5 case: the per-step peak
+// climbs under a sawtooth). Reserved memory is what NVML sees; the sawtooth
+// shows because each step releases its activations to the driver
+// (expandable segments, or empty_cache every step).
+func sawtoothOn(w *run, acts, step, perSec, d float64) {
 	for w.now() < d {
 		start := w.now()
 		for w.now()-start < step {
 			frac := (w.now() - start) / step
-			w.p.allocated = w.p.allocated + leak/ShimHz
+			w.p.allocated += perSec / ShimHz
 			w.p.reserved = w.p.allocated + frac*acts
 			w.tick()
 		}
 	}
-	return w.ticks
 }
+
+func sawtoothGrowth(r *rand.Rand, d float64) (float64, []float64) {
+	w := newRun(r)
+	w.idle(2 + 2*r.Float64())
+	w.load((1+r.Float64())*gib, (0.5+r.Float64())*gib)
+	sawtoothOn(w, (2+2*r.Float64())*gib, 3+4*r.Float64(), (8+8*r.Float64())*mib, d)
+	return w.done()
+}
+
+// flanT5 is the thesis's flan-t5 run in FlanT5Steps training steps of 8 to
+// 12 s: weights and optimizer states, then a per-step sawtooth of 2 to 3 GiB
+// of activations on a base that grows by the same amount every step, so
+// that the peak of the last step is the first over Capacity.
+func flanT5(r *rand.Rand, d float64) (float64, []float64) {
+	w := newRun(r)
+	w.idle(2 + 2*r.Float64())
+	w.load((0.8+0.4*r.Float64())*gib, (0.5+r.Float64())*gib)
+	w.p.alloc(2 * w.p.allocated) // Adam's moments at the first step
+	acts := (2 + r.Float64()) * gib
+	step := 8 + 4*r.Float64()
+	// The base grows by perStep a step: the peak of step 26 stays under
+	// Capacity and step 27 crosses it near the end of its forward pass.
+	top := float64(Capacity) - w.ctx - w.p.allocated - acts
+	perStep := top / (FlanT5Steps - 1 + 0.5)
+	sawtoothOn(w, acts, step, perStep/step, d)
+	return w.done()
+}
+
+// FlanT5Steps is the flan-t5 run's length in training steps.
+const FlanT5Steps = 27

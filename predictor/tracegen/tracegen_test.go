@@ -79,34 +79,45 @@ func TestSeedsDiffer(t *testing.T) {
 	}
 }
 
-// Both rates read one run: the NVML series is every tenth tick of the shim's
-// (up to the shim's first sample over capacity, where a growing series ends),
-// and a seed renders the same run every time.
+// Both rates read one run as the agent merges it: every NVML row of the
+// 1 Hz series is in the 10 Hz series at the same time (the poll's context
+// plus pool dominates the shim's pool alone there), the 10 Hz series never
+// drops below the latest poll, a growing run ends at the same OOM sample at
+// both rates, and a seed renders the same run every time.
 func TestRealFamiliesSampleOneRunAtBothRates(t *testing.T) {
-	for _, f := range tracegen.RealFamilies() {
+	for _, f := range append(tracegen.RealFamilies(), tracegen.HeldOutFamilies()...) {
 		shim, nvml := f.Generate(7, tracegen.ShimHz), f.Generate(7, tracegen.NVMLHz)
 		at := map[float64]uint64{}
 		for _, r := range shim.Rows {
 			at[r.T] = r.Used
 		}
-		if len(nvml.Rows) == 0 || len(shim.Rows) < 9*len(nvml.Rows) {
+		if len(nvml.Rows) == 0 || len(shim.Rows) < 10*len(nvml.Rows) {
 			t.Fatalf("%s: %d shim rows, %d NVML rows", f.Name, len(shim.Rows), len(nvml.Rows))
 		}
-		end := shim.Rows[len(shim.Rows)-1].T
 		for _, r := range nvml.Rows {
-			if r.T > end {
-				break
-			}
 			if u, ok := at[r.T]; !ok || u != r.Used {
-				t.Fatalf("%s: NVML row t=%v used %d is not the shim's (%d, %v)", f.Name, r.T, r.Used, u, ok)
+				t.Fatalf("%s: NVML row t=%v used %d is not in the merged series (%d, %v)", f.Name, r.T, r.Used, u, ok)
+			}
+		}
+		var poll uint64
+		j := 0
+		for _, r := range shim.Rows {
+			for j < len(nvml.Rows) && nvml.Rows[j].T <= r.T {
+				poll = nvml.Rows[j].Used
+				j++
+			}
+			if r.Used < poll {
+				t.Fatalf("%s: t=%v used %d under the latest poll %d", f.Name, r.T, r.Used, poll)
 			}
 		}
 		again := f.Generate(7, tracegen.ShimHz)
 		if len(again.Rows) != len(shim.Rows) || again.Rows[len(again.Rows)-1] != shim.Rows[len(shim.Rows)-1] {
 			t.Fatalf("%s: not deterministic", f.Name)
 		}
-		if _, over := tracegen.OOM(shim); over != f.Growing {
-			t.Errorf("%s: reaches capacity %v, want %v", f.Name, over, f.Growing)
+		o1, over := tracegen.OOM(shim)
+		o2, over2 := tracegen.OOM(nvml)
+		if over != f.Growing || over2 != f.Growing || o1 != o2 {
+			t.Errorf("%s: OOM %v at %v (10 Hz), %v at %v (1 Hz), want growing %v", f.Name, over, o1, over2, o2, f.Growing)
 		}
 	}
 }
