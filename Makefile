@@ -7,7 +7,10 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 # Packages whose tests run under the race detector (the concurrent parts).
-RACE_PKGS ?= ./partitioner/... ./plugin/... ./predictor/... ./telemetry/... ./gpu/... ./hook/... ./cdi/... \
+# The predictor's offline evaluation (predictor/eval, tracegen, trace) runs
+# no goroutines and takes minutes under -race, so only ./predictor itself,
+# whose Tracker the agent shares across goroutines, is here.
+RACE_PKGS ?= ./partitioner/... ./plugin/... ./predictor ./telemetry/... ./gpu/... ./hook/... ./cdi/... \
              ./agent/... ./demand/... ./readmit/... ./runner/...
 
 # Fragments owned by each area (shim build, e2e setup, ...) add targets and
