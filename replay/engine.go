@@ -85,6 +85,8 @@ type engine struct {
 
 	jobs   []*jobState
 	resv   *reservation
+	runSum map[string]float64
+	runN   map[string]int
 	active map[*run]bool
 	// ready is when each instance's create finished, by UUID.
 	ready map[string]float64
