@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 // Pending demand moves a placement: on an empty A100 a 1g.5gb goes to slot
@@ -100,6 +101,35 @@ func TestFirstFitReusesTheFirstIdleInstance(t *testing.T) {
 		in, plan := mustAlloc(t, p, "1g.5gb", "x")
 		if plan.Reuse == nil || in.GPU != c.want.GPU || in.Placement.Start != c.want.Start {
 			t.Errorf("idle at %v: first-fit chose %v (GPU %d slot %d), want reuse at %v", c.pins, plan, in.GPU, in.Placement.Start, c.want)
+		}
+	}
+}
+
+// The recent mix decays over time, not per request: four 4g.20gb requests
+// then one 1g.5gb a second later leave the 4g weighing more; the same with
+// the 1g four hours later (eight half-lives) leave the 1g weighing more.
+func TestRecentMixDecaysOverTime(t *testing.T) {
+	for _, c := range []struct {
+		gap     time.Duration
+		heavier string
+	}{{time.Second, "4g.20gb"}, {4 * time.Hour, "1g.5gb"}} {
+		now := time.Unix(1000, 0)
+		p := newPart(t, newSim(t, "a100-40gb"), WithClock(func() time.Time { return now }))
+		for i := 0; i < 4; i++ {
+			in, _ := mustAlloc(t, p, "4g.20gb", "l")
+			if _, err := p.Release(in.UUID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now = now.Add(c.gap)
+		mustAlloc(t, p, "1g.5gb", "s")
+		d := p.Demand()
+		other := "1g.5gb"
+		if c.heavier == other {
+			other = "4g.20gb"
+		}
+		if d[c.heavier] <= d[other] {
+			t.Errorf("1g %v after four 4g: weights %v, want %s above %s", c.gap, d, c.heavier, other)
 		}
 	}
 }
