@@ -67,7 +67,7 @@ func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
 		used := s.state(nil).Slices
 		for key := range idle {
 			r := s.records[key]
-			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) {
+			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) || !p.reservationClear(s, profile, r.Placement) {
 				continue
 			}
 			c, ok := s.reuseCandidate(committed, r, weights[i], used)
@@ -141,7 +141,7 @@ func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, 
 			batch = batch[:0]
 			gpuLoss := 0.0
 			for _, o := range s.geo.Candidates(st, profile) {
-				if !pin.allows(s.dev.Index(), o.Placement.Start) {
+				if !pin.allows(s.dev.Index(), o.Placement.Start) || !p.reservationClear(s, profile, o.Placement) {
 					continue
 				}
 				next := s.geo.Add(st, o.Index)

@@ -3,6 +3,7 @@ package partitioner
 import (
 	"maps"
 	"math"
+	"time"
 )
 
 // Demand weighting. The migpro policy values a GPU's free room by what the
@@ -13,9 +14,9 @@ import (
 // fewer of them.
 
 const (
-	// demandHalfLife is how many served requests halve an old request's
-	// weight in the recent mix.
-	demandHalfLife = 32
+	// demandHalfLife is how long it takes an old request's weight in the
+	// recent mix to halve.
+	demandHalfLife = 30 * time.Minute
 	// demandPrior is the weight every offered profile keeps whatever the
 	// mix, so a profile not asked for lately is not given up for nothing.
 	demandPrior = 0.15
@@ -28,23 +29,29 @@ const (
 type demand struct {
 	recent  map[string]float64 // decayed counts of served requests
 	total   float64            // sum of recent
+	last    time.Time          // when recent was last decayed
 	pending map[string]int     // requests waiting now, by profile
 	npend   int
 	// weights caches each slot's per-shape weight vector; nil when stale.
 	weights [][]float64
 }
 
-var demandDecay = math.Pow(0.5, 1.0/demandHalfLife)
-
-// observe records a served request for profile.
-func (d *demand) observe(profile string) {
+// observe records a request for profile served at now. The older ones
+// decay by the time since the last: shares do not change while no request
+// comes, so decaying only here is enough.
+func (d *demand) observe(profile string, now time.Time) {
 	if d.recent == nil {
 		d.recent = map[string]float64{}
 	}
-	for k := range d.recent {
-		d.recent[k] *= demandDecay
+	if dt := now.Sub(d.last); !d.last.IsZero() && dt > 0 {
+		f := math.Exp2(-float64(dt) / float64(demandHalfLife))
+		for k := range d.recent {
+			d.recent[k] *= f
+		}
+		d.total *= f
 	}
-	d.total = d.total*demandDecay + 1
+	d.last = now
+	d.total++
 	d.recent[profile]++
 	d.weights = nil
 }

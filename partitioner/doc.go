@@ -7,5 +7,8 @@
 // reachability keeps the most maximal layouts reachable; first-fit takes the
 // first GPU and the lowest slot. Decisions are explicit plans executed
 // through the gpu layer, serialised per GPU and rolled back on failure; an
-// instance in use is never destroyed.
+// instance in use is never destroyed. The recent demand decays over time
+// (WithClock sets the clock); a reservation (Reserve, ReserveFor) holds one
+// placement of a profile for a request that keeps waiting while the rest of
+// the node keeps serving.
 package partitioner

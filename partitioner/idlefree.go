@@ -63,7 +63,7 @@ func (p *Partitioner) planFree(profile string, pin *Pin) (Plan, bool) {
 		batch = batch[:0]
 		for key := range idle {
 			r := s.records[key]
-			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) {
+			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) || !p.reservationClear(s, profile, r.Placement) {
 				continue
 			}
 			o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
@@ -73,7 +73,7 @@ func (p *Partitioner) planFree(profile string, pin *Pin) (Plan, bool) {
 			batch = append(batch, option{c: score(s.geo.Add(committed, o.Index), r.Placement.Start, 0), reuse: r, slot: s})
 		}
 		for _, o := range s.geo.Candidates(committed, profile) {
-			if !pin.allows(s.dev.Index(), o.Placement.Start) {
+			if !pin.allows(s.dev.Index(), o.Placement.Start) || !p.reservationClear(s, profile, o.Placement) {
 				continue
 			}
 			victims, ok := s.victims(committed, idle, o, profile, pr.MaxCount)

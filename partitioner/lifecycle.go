@@ -39,7 +39,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 		p.mu.Unlock()
 		return Instance{}, plan, err
 	}
-	p.demand.observe(profile)
+	p.demand.observe(profile, p.now())
 	if plan.Reuse != nil {
 		if owner != "" {
 			plan.Reuse.State, plan.Reuse.Owner = InUse, owner

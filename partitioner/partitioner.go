@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -31,8 +32,10 @@ type Partitioner struct {
 	busy func(ctx context.Context, inst Instance) (bool, error)
 	// demand is the node's request mix, for the migpro policy.
 	demand demand
-	// reserved holds one GPU for one profile (see Reserve).
+	// reserved holds room on one GPU for one profile (see Reserve).
 	reserved *Reservation
+	// now is the clock the demand mix decays by.
+	now func() time.Time
 }
 
 // slot is one GPU: its device, its geometry and the records of its instances.
@@ -68,6 +71,7 @@ type config struct {
 	hooks   Hooks
 	log     logrus.FieldLogger
 	busy    func(context.Context, Instance) (bool, error)
+	clock   func() time.Time
 }
 
 // WithPolicy sets the placement policy (default DefaultPolicy, migpro).
@@ -90,16 +94,20 @@ func WithBusyCheck(f func(context.Context, Instance) (bool, error)) Option {
 	return func(c *config) { c.busy = f }
 }
 
+// WithClock sets the clock the recent request mix decays by (default
+// time.Now); a simulator passes its simulated time.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+
 // New builds a partitioner over every GPU of a node. Instances that already
 // exist are adopted as idle (the caller marks in-use ones from its own
 // records); half-made ones (a GPU instance without its compute instance) are
 // rolled back.
 func New(node gpu.Node, opts ...Option) (*Partitioner, error) {
-	cfg := config{policy: DefaultPolicy, log: logrus.StandardLogger()}
+	cfg := config{policy: DefaultPolicy, log: logrus.StandardLogger(), clock: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	p := &Partitioner{policy: cfg.policy, hooks: cfg.hooks, log: cfg.log, busy: cfg.busy}
+	p := &Partitioner{policy: cfg.policy, hooks: cfg.hooks, log: cfg.log, busy: cfg.busy, now: cfg.clock}
 	geos := map[string]*geometry.Geometry{} // computed once per GPU model
 	for _, dev := range node.Devices() {
 		s, err := newSlot(dev, geos, cfg.counted)

@@ -1,15 +1,23 @@
 package partitioner
 
-import "fmt"
+import (
+	"fmt"
 
-// Reservation holds one GPU for one profile: while it stands, requests for
-// any other profile neither reuse nor create on that GPU, so releases there
-// accumulate room until the reserved request fits. Requests keep being served
-// on every other GPU (backfill). It is how a large request that keeps losing
-// to a stream of small ones stops starving.
+	"github.com/migpro/migpro/gpu"
+)
+
+// Reservation holds room on one GPU for one profile: while it stands,
+// requests for any other profile neither reuse nor create an instance
+// overlapping the held memory slots, so releases there accumulate room until
+// the reserved request fits. Requests keep being served everywhere else: on
+// every other GPU and, when Placement is set, in the reserved GPU's slots
+// outside it (backfill). It is how a large request that keeps losing to a
+// stream of small ones stops starving.
 type Reservation struct {
 	GPU     int    `json:"gpu"`
 	Profile string `json:"profile"`
+	// Placement is the slots held; nil holds the whole GPU.
+	Placement *gpu.Placement `json:"placement,omitempty"`
 }
 
 // Reserve sets the reservation (nil clears it). The GPU must exist and offer
@@ -33,7 +41,16 @@ func (p *Partitioner) Reserve(r *Reservation) error {
 	if _, ok := s.profiles[r.Profile]; !ok {
 		return fmt.Errorf("reserve GPU %d for %s: the GPU does not offer it", r.GPU, r.Profile)
 	}
+	if pl := r.Placement; pl != nil {
+		if _, ok := s.geo.OptionAt(r.Profile, pl.Start); !ok {
+			return fmt.Errorf("reserve GPU %d for %s: no placement of it at slot %d", r.GPU, r.Profile, pl.Start)
+		}
+	}
 	rr := *r
+	if rr.Placement != nil {
+		pl := *rr.Placement
+		rr.Placement = &pl
+	}
 	p.reserved = &rr
 	return nil
 }
@@ -48,23 +65,50 @@ func (p *Partitioner) Reserved() (Reservation, bool) {
 	return *p.reserved, true
 }
 
-// reservationAllows reports whether a request for profile may use slot s.
-// The caller holds p.mu.
+// reservationAllows reports whether a request for profile may use slot s at
+// all: not when the reservation holds the whole GPU for another profile. The
+// caller holds p.mu.
 func (p *Partitioner) reservationAllows(s *slot, profile string) bool {
 	r := p.reserved
-	return r == nil || r.GPU != s.dev.Index() || r.Profile == profile
+	return r == nil || r.GPU != s.dev.Index() || r.Profile == profile || r.Placement != nil
 }
 
-// ReserveFor reserves, for a request of profile that keeps waiting, the GPU
-// closest to holding it: among the GPUs offering the profile, the one whose
-// instances in use (or being made or destroyed) overlap the fewest memory
-// slots of the profile's best placement, then the one using fewest compute
-// slices, then the lower index. Idle instances do not count: the migpro
-// policy re-places them. It replaces any standing reservation.
+// reservationClear reports whether a request for profile may hold pl on slot
+// s: it must not overlap slots held for another profile. The caller holds
+// p.mu.
+func (p *Partitioner) reservationClear(s *slot, profile string, pl gpu.Placement) bool {
+	r := p.reserved
+	if r == nil || r.GPU != s.dev.Index() || r.Profile == profile {
+		return true
+	}
+	if r.Placement == nil || overlaps(pl, *r.Placement) {
+		return false
+	}
+	// The reserved instance's compute slices must stay available too.
+	slices := s.profiles[profile].Slices + s.profiles[r.Profile].Slices
+	for _, in := range s.records {
+		if in.State != Idle && !overlaps(in.Placement, *r.Placement) {
+			slices += s.profiles[in.Profile].Slices
+		}
+	}
+	return slices <= s.geo.Slices
+}
+
+func overlaps(a, b gpu.Placement) bool { return a.Start < b.End() && b.Start < a.End() }
+
+// ReserveFor reserves, for a request of profile that keeps waiting, the
+// placement closest to holding it: among the GPUs offering the profile, the
+// one whose instances in use (or being made or destroyed) overlap the fewest
+// memory slots of one of the profile's placements, then the one using fewest
+// compute slices, then the lower index; on it, that placement (the lowest
+// such). Only those slots are held: the rest of the GPU keeps serving other
+// profiles. Idle instances do not count: the migpro policy re-places them. It
+// replaces any standing reservation.
 func (p *Partitioner) ReserveFor(profile string) (Reservation, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	best, bestWay, bestSlices := -1, 0, 0
+	var bestPl gpu.Placement
 	for _, s := range p.slots {
 		sh, ok := s.geo.ShapeOf(profile)
 		if _, offered := s.profiles[profile]; !ok || !offered {
@@ -82,6 +126,7 @@ func (p *Partitioner) ReserveFor(profile string) (Reservation, error) {
 			slices += s.profiles[r.Profile].Slices
 		}
 		way := -1
+		var wayPl gpu.Placement
 		for _, pl := range sh.Placements {
 			n := 0
 			for k := pl.Start; k < pl.End(); k++ {
@@ -90,17 +135,17 @@ func (p *Partitioner) ReserveFor(profile string) (Reservation, error) {
 				}
 			}
 			if way < 0 || n < way {
-				way = n
+				way, wayPl = n, pl
 			}
 		}
 		if best < 0 || way < bestWay || (way == bestWay && slices < bestSlices) {
-			best, bestWay, bestSlices = s.dev.Index(), way, slices
+			best, bestWay, bestSlices, bestPl = s.dev.Index(), way, slices, wayPl
 		}
 	}
 	if best < 0 {
 		return Reservation{}, fmt.Errorf("reserve for %s: %w", profile, ErrUnknownProfile)
 	}
-	r := Reservation{GPU: best, Profile: profile}
+	r := Reservation{GPU: best, Profile: profile, Placement: &bestPl}
 	p.reserved = &r
 	return r, nil
 }

@@ -72,18 +72,21 @@ func benchCases() []benchCase {
 	return out
 }
 
-// BenchmarkPolicies runs every benchmark case under first-fit, reachability
-// and migpro in one run and reports, per case, the other policies' mean
-// JCT over migpro's (above 1: migpro is better), migpro's makespan over the
+// BenchmarkPolicies runs every benchmark case under first-fit, reachability,
+// migpro and migpro+reserve in one run and reports, per case, the
+// baselines' mean JCT over migpro's (and first-fit's over migpro+reserve's) (above 1: migpro is better), migpro's makespan over the
 // lower bound, NVML steps per run, and how many waits re-placing idle
 // instances (idle-fixable) or moving in-use ones (fragmented) could have
 // avoided; then the geometric means and worst cases of the JCT ratios. The
 // ratios are the numbers to read; ns/op is the cost of the simulations.
 // go test -run '^$' -bench Policies -benchtime 1x ./replay/
 func BenchmarkPolicies(b *testing.B) {
-	pols := []string{"first-fit", "reachability", "migpro"}
-	var logs [2][]float64
-	worst := [2]float64{math.Inf(1), math.Inf(1)}
+	pols := []string{"first-fit", "reachability", "migpro", "migpro+reserve"}
+	// logs and worst: first-fit ÷ migpro, reachability ÷ migpro,
+	// first-fit ÷ migpro+reserve.
+	var logs [3][]float64
+	worst := [3]float64{math.Inf(1), math.Inf(1), math.Inf(1)}
+	names := [3]string{"first-fit/migpro", "reachability/migpro", "first-fit/migpro+reserve"}
 	for _, c := range benchCases() {
 		b.Run(c.name, func(b *testing.B) {
 			m, err := LoadModel(c.model)
@@ -102,9 +105,8 @@ func BenchmarkPolicies(b *testing.B) {
 				}
 			}
 			mp := rs[2]
-			for k := 0; k < 2; k++ {
-				ratio := rs[k].MeanJCT / mp.MeanJCT
-				b.ReportMetric(ratio, "jct-"+pols[k]+"/migpro")
+			for k, ratio := range [3]float64{rs[0].MeanJCT / mp.MeanJCT, rs[1].MeanJCT / mp.MeanJCT, rs[0].MeanJCT / rs[3].MeanJCT} {
+				b.ReportMetric(ratio, "jct-"+names[k])
 				logs[k] = append(logs[k], math.Log(ratio))
 				worst[k] = min(worst[k], ratio)
 			}
@@ -118,7 +120,7 @@ func BenchmarkPolicies(b *testing.B) {
 		})
 	}
 	b.Run("summary", func(b *testing.B) {
-		for k, name := range pols[:2] {
+		for k, name := range names {
 			if len(logs[k]) == 0 {
 				continue
 			}
@@ -126,8 +128,8 @@ func BenchmarkPolicies(b *testing.B) {
 			for _, l := range logs[k] {
 				sum += l
 			}
-			b.ReportMetric(math.Exp(sum/float64(len(logs[k]))), "geomean-jct-"+name+"/migpro")
-			b.ReportMetric(worst[k], "worst-jct-"+name+"/migpro")
+			b.ReportMetric(math.Exp(sum/float64(len(logs[k]))), "geomean-jct-"+name)
+			b.ReportMetric(worst[k], "worst-jct-"+name)
 		}
 	})
 }

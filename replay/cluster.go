@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -304,8 +305,8 @@ func quietLogger() logrus.FieldLogger {
 }
 
 // newCluster builds nodes×gpus simulated GPUs, one partitioner per node.
-// policy makes each node's placement policy (it may hold per-node state).
-func newCluster(model *Model, nodes, gpus int, seed int64, policy func(*node) partitioner.Policy) ([]*node, error) {
+// clock is the simulated time (the demand mix decays by it); policy makes each node's placement policy (it may hold per-node state).
+func newCluster(model *Model, nodes, gpus int, seed int64, clock func() time.Time, policy func(*node) partitioner.Policy) ([]*node, error) {
 	out := make([]*node, 0, nodes)
 	fail := func(err error) ([]*node, error) {
 		closeNodes(out)
@@ -325,7 +326,7 @@ func newCluster(model *Model, nodes, gpus int, seed int64, policy func(*node) pa
 			nd.gpus = append(nd.gpus, &gpuSlot{global: i*gpus + g, model: model.gpuModel(g)})
 		}
 		nd.pcie = &pcieCtx{node: nd}
-		part, err := partitioner.New(sn, partitioner.WithPolicy(policy(nd)), partitioner.WithLogger(quietLogger()))
+		part, err := partitioner.New(sn, partitioner.WithPolicy(policy(nd)), partitioner.WithLogger(quietLogger()), partitioner.WithClock(clock))
 		if err != nil {
 			_ = sn.Close()
 			return fail(fmt.Errorf("node %d: %w", i, err))

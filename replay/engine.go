@@ -85,6 +85,8 @@ type engine struct {
 
 	jobs   []*jobState
 	resv   *reservation
+	runSum map[string]float64
+	runN   map[string]int
 	active map[*run]bool
 	// ready is when each instance's create finished, by UUID.
 	ready map[string]float64
@@ -157,7 +159,8 @@ func (e infeasibleError) Error() string { return e.msg }
 func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
 	wall := time.Now()
 	e := &engine{cfg: cfg, pol: pol, model: model, active: map[*run]bool{}, ready: map[string]float64{}}
-	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, func(nd *node) partitioner.Policy {
+	clock := func() time.Time { return time.Unix(0, 0).Add(time.Duration(e.now * float64(time.Second))) }
+	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, clock, func(nd *node) partitioner.Policy {
 		var base partitioner.Policy = partitioner.Migpro{}
 		switch pol.Kind {
 		case FirstFit:

@@ -75,11 +75,14 @@ func TestNoWaitIsFixableByIdleInstances(t *testing.T) {
 	}
 }
 
-// On seeded online streams over 2 to 8 A100s, migpro's mean JCT is, as a
-// geometric mean, no worse than first-fit's (docs/simulate.md has the
-// measured figure; issue 12's 1.15× target is not reached).
-func TestMigproNotWorseThanFirstFitOnAverage(t *testing.T) {
-	sum, n := 0.0, 0
+// Placement against first-fit on online streams (A100, 2, 4 and 8 GPUs,
+// load 0.8 and 0.9, seeds 1 and 2): the geometric mean of first-fit's mean
+// JCT over migpro's must stay at the measured 1.031 and the worst stream at
+// the measured 0.940. Issue 12 asks for 1.15 with no stream below 1; that is
+// not reached (docs/simulate.md says why), and these bounds catch a
+// regression from what is.
+func TestMigproBeatsFirstFitByTheMeasuredMargin(t *testing.T) {
+	sum, n, worst := 0.0, 0, math.Inf(1)
 	for _, gpus := range []int{2, 4, 8} {
 		for _, load := range []float64{0.8, 0.9} {
 			for _, seed := range []uint64{1, 2} {
@@ -91,11 +94,15 @@ func TestMigproNotWorseThanFirstFitOnAverage(t *testing.T) {
 				ff := simRun(t, jobs, cfg, policy(t, "first-fit"))
 				mp := simRun(t, jobs, cfg, policy(t, "migpro"))
 				sum += math.Log(ff.MeanJCT / mp.MeanJCT)
+				worst = min(worst, ff.MeanJCT/mp.MeanJCT)
 				n++
 			}
 		}
 	}
-	if g := math.Exp(sum / float64(n)); g < 1 {
-		t.Errorf("first-fit ÷ migpro mean JCT, geometric mean over %d streams: %.3f, want ≥ 1", n, g)
+	if g := math.Exp(sum / float64(n)); g < 1.03 {
+		t.Errorf("first-fit ÷ migpro mean JCT, geometric mean over %d streams: %.3f, want ≥ 1.03 (measured 1.031)", n, g)
+	}
+	if worst < 0.94 {
+		t.Errorf("first-fit ÷ migpro mean JCT, worst of %d streams: %.3f, want ≥ 0.94 (measured 0.940)", n, worst)
 	}
 }

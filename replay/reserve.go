@@ -3,26 +3,29 @@ package replay
 import (
 	"fmt"
 	"math/bits"
-
-	"github.com/migpro/migpro/partitioner"
 )
 
 // Planning for the known queue (migpro only). Before each scan every node's
 // partitioner is told what waits, by profile, so it keeps room for the queue
-// while it places; and, under a policy with Reserve, a job that has waited
-// longer than starveFactor times its own run time gets a reservation: one GPU is held for its profile (no
-// other request reuses or creates there), so releases there add up until it
-// fits, while every other GPU keeps serving the rest (backfill).
+// while it places; and, under a policy with Reserve, the longest-waiting job,
+// once it has waited starveFactor times the mean run time of its profile
+// measured so far, gets a reservation (Partitioner.ReserveFor): one placement
+// of its profile is held (no other profile reuses or creates over those
+// slots), so releases there add up until it fits, while the rest of that GPU
+// and every other GPU keep serving the queue (backfill). When the job is
+// placed the reservation passes to the next waiting job of the same profile,
+// so one drain serves the whole waiting batch of it.
 
-// starveFactor is how many times its own run time a job may wait before a
-// GPU is reserved for it (policies with Reserve).
-const starveFactor = 4.0
+// starveFactor is how many times the mean run time of its profile a job may
+// wait before room is reserved for it (policies with Reserve).
+const starveFactor = 8.0
 
 // reservation is the one standing reservation of a run.
 type reservation struct {
-	j    *jobState
-	node int
-	gpu  int
+	j       *jobState
+	profile string
+	node    int
+	gpu     int
 }
 
 // planQueue feeds pending demand and manages the reservation before a scan.
@@ -40,8 +43,27 @@ func (e *engine) planQueue() error {
 	for _, nd := range e.nodes {
 		nd.part.ObservePending(counts)
 	}
-	if !e.pol.Reserve || e.pol.Order == FIFO || e.resv != nil {
+	if !e.pol.Reserve || e.pol.Order == FIFO {
 		return nil
+	}
+	if r := e.resv; r != nil {
+		if r.j != nil {
+			return nil
+		}
+		for _, j := range e.queue {
+			if j.profile.Name == r.profile && (r.j == nil || j.waitSince < r.j.waitSince) {
+				r.j = j
+			}
+		}
+		if r.j != nil {
+			r.j.needAll = true
+			return nil
+		}
+		e.resv = nil
+		e.dirty[r.node] = true
+		if err := e.nodes[r.node].part.Reserve(nil); err != nil {
+			return fmt.Errorf("node %d: %w", r.node, err)
+		}
 	}
 	var oldest *jobState
 	for _, j := range e.queue {
@@ -49,15 +71,18 @@ func (e *engine) planQueue() error {
 			oldest = j
 		}
 	}
-	if oldest == nil || e.now-oldest.waitSince <= starveFactor*oldest.job.Runtime(oldest.profile.Slices, e.model.Slices) {
+	if oldest == nil {
 		return nil
 	}
-	// The GPU whose held instances leave the most room clear of the
-	// profile's best placement: fewest held slots in its way, then fewest
-	// held slices.
-	bestN, bestG, bestCost := -1, -1, 0
+	if exp := e.expected(oldest); exp == 0 || e.now-oldest.waitSince <= starveFactor*exp {
+		return nil
+	}
+	// The node whose GPU is closest to holding it: fewest held slots in
+	// the way of one of its placements, then fewest held slices; the node's
+	// partitioner then holds that placement (ReserveFor).
+	bestN, bestCost := -1, 0
 	for n, nd := range e.nodes {
-		for g, gs := range nd.gpus {
+		for _, gs := range nd.gpus {
 			masks := gs.model.masks[oldest.profile.Name]
 			if len(masks) == 0 {
 				continue // the GPU does not offer the profile
@@ -68,30 +93,28 @@ func (e *engine) planQueue() error {
 			}
 			cost := way*100 + gs.heldSlices
 			if bestN < 0 || cost < bestCost {
-				bestN, bestG, bestCost = n, g, cost
+				bestN, bestCost = n, cost
 			}
 		}
 	}
-	if err := e.nodes[bestN].part.Reserve(&partitioner.Reservation{GPU: bestG, Profile: oldest.profile.Name}); err != nil {
+	rv, err := e.nodes[bestN].part.ReserveFor(oldest.profile.Name)
+	if err != nil {
 		return fmt.Errorf("node %d: %w", bestN, err)
 	}
-	e.resv = &reservation{j: oldest, node: bestN, gpu: bestG}
+	bestG := rv.GPU
+	e.resv = &reservation{j: oldest, profile: oldest.profile.Name, node: bestN, gpu: bestG}
 	e.res.Reservations++
 	oldest.needAll = true
 	return nil
 }
 
-// placed clears the reservation when its job got an instance, and marks the
-// node changed: the GPU is open to every profile again.
+// placed hands the reservation on when its job got an instance: the next
+// scan gives it to the longest-waiting job of the same profile (the known
+// queue is served as a batch, so one drain serves every such job waiting),
+// or ends it when none waits.
 func (e *engine) placed(j *jobState) error {
-	if e.resv == nil || e.resv.j != j {
-		return nil
-	}
-	n := e.resv.node
-	e.resv = nil
-	e.dirty[n] = true
-	if err := e.nodes[n].part.Reserve(nil); err != nil {
-		return fmt.Errorf("node %d: %w", n, err)
+	if e.resv != nil && e.resv.j == j {
+		e.resv.j = nil
 	}
 	return nil
 }
@@ -126,4 +149,23 @@ func (e *engine) classifyWait(j *jobState) {
 	} else if fragmented {
 		e.res.Fragmented++
 	}
+}
+
+// expected is how long a run of j's profile is expected to hold its
+// instance: the mean of the runs of that profile finished so far, else of
+// every run finished so far (what an agent can measure: how long instances
+// of each profile were held). It is zero before any run has finished.
+func (e *engine) expected(j *jobState) float64 {
+	if n := e.runN[j.profile.Name]; n > 0 {
+		return e.runSum[j.profile.Name] / float64(n)
+	}
+	sum, n := 0.0, 0
+	for k, v := range e.runSum {
+		sum += v
+		n += e.runN[k]
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }

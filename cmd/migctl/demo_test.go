@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/migpro/migpro/partitioner"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,5 +49,28 @@ func TestDemoNarratesAndDrawsTheDefaultNode(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := runMain([]string{"demo", "--simulate", "b100"}, &out, &errb); code != 2 {
 		t.Fatalf("unknown model: exit %d", code)
+	}
+}
+
+// make demo runs seed 22: its stream must show migpro serving clearly more
+// than first-fit on the default node (18 against 15, the Makefile says so).
+func TestDemoSeedShowsPlacement(t *testing.T) {
+	var st [2]demoStats
+	for k, pol := range []partitioner.Policy{partitioner.Migpro{}, partitioner.FirstFit{}} {
+		node, cleanup, err := newSimNode(defaultDemoNode, 22)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cleanup()
+		part, err := partitioner.New(node, partitioner.WithPolicy(pol), partitioner.WithLogger(quietLogger()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st[k], err = replayDemo(part, demoStream(part.Profiles(), 40, 22), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st[0].served != 18 || st[1].served != 15 {
+		t.Errorf("seed 22: migpro served %d (%d waits), first-fit %d (%d waits); want 18 and 15", st[0].served, st[0].waited, st[1].served, st[1].waited)
 	}
 }
