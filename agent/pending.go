@@ -16,8 +16,9 @@ import (
 // (ClusterProvisioner.ObservePending), and local API callers whose alloc was
 // answered "must wait" and who have not been served or gone quiet since.
 // A local caller that keeps waiting longer than starveAfter gets a
-// reservation: one GPU is held for its profile (Partitioner.ReserveFor)
-// while every other GPU keeps serving, until it is served or gives up.
+// reservation (Partitioner.ReserveFor): the placement on one GPU closest to
+// holding its profile is held, while the rest of that GPU and every other
+// GPU keep serving, until it is served or gives up.
 
 const (
 	// localWaitTTL is how long a local caller that was told to wait counts
