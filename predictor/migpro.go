@@ -12,6 +12,8 @@ package predictor
 //   - it marks only on sustained growth (see growing), which turns a plateau,
 //     the end of a warm-up, a periodic peak or bursts into "no";
 //   - Persist consecutive positive samples are needed, after MinSamples.
+//   - growth under a sawtooth, whose peak series climbs too rarely for the
+//     quarter test when read once a second, is read apart in blocks (saw).
 //
 // The peak series is fitted, not the raw one: bursts from temporary buffers
 // raise it once and then leave it flat, so they cannot fake a trend.
