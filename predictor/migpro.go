@@ -12,6 +12,8 @@ package predictor
 //   - it marks only on sustained growth (see growing), which turns a plateau,
 //     the end of a warm-up, a periodic peak or bursts into "no";
 //   - Persist consecutive positive samples are needed, after MinSamples.
+//   - growth under a sawtooth, whose peak series climbs too rarely for the
+//     quarter test when read once a second, is read apart in blocks (saw).
 //
 // The peak series is fitted, not the raw one: bursts from temporary buffers
 // raise it once and then leave it flat, so they cannot fake a trend.
@@ -24,6 +26,7 @@ type migpro struct {
 	streak int
 	hitBin int64
 	sc     [scales]scale
+	saw    saw
 }
 
 // point is one sample: t, the peak so far (y) and the raw usage.
@@ -138,6 +141,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 	} else {
 		m.replace(s.T, p.peak, p.binRaw)
 	}
+	m.saw.observe(p.bin, s.T, float64(s.Used), p.cfg.Z)
 	capacity := float64(p.cfg.Capacity)
 	if p.peak >= capacity {
 		// Already at the limit: nothing to forecast, no reason to wait.
@@ -152,26 +156,34 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 		if i > 0 && sc.held == m.sc[i-1].held {
 			continue // same points as the longer window: nothing new to learn
 		}
-		v, hit := m.check(p, sc, s.T)
-		if !hit {
-			continue
+		if v, hit := m.check(p, sc, s.T); hit {
+			return m.persist(p, sc, s.T, v)
 		}
-		if p.bin != m.hitBin {
-			if p.bin == m.hitBin+1 {
-				m.streak++
-			} else {
-				m.streak = 1
-			}
-			m.hitBin = p.bin
+	}
+	if !p.cfg.NoSawtooth && !p.cfg.NoTrendGate {
+		if v, hit := m.saw.check(p, s.T); hit {
+			return m.persist(p, &m.sc[0], s.T, v)
 		}
-		if m.streak < p.cfg.Persist {
-			return Decision{}, false
-		}
-		return m.decide(p, sc, s.T, v)
 	}
 	// No reset here: a bin without a hit breaks the run of consecutive bins
 	// above, however many samples it holds.
 	return Decision{}, false
+}
+
+// persist counts consecutive bins with a hit and marks after Persist.
+func (m *migpro) persist(p *Predictor, sc *scale, now float64, v verdict) (Decision, bool) {
+	if p.bin != m.hitBin {
+		if p.bin == m.hitBin+1 {
+			m.streak++
+		} else {
+			m.streak = 1
+		}
+		m.hitBin = p.bin
+	}
+	if m.streak < p.cfg.Persist {
+		return Decision{}, false
+	}
+	return m.decide(p, sc, now, v)
 }
 
 // verdict is what check found: where to size the readmission (target),
@@ -179,6 +191,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 type verdict struct {
 	target, riskAt, tto float64
 	reason              Reason
+	saw                 bool // read on the sawtooth's blocks
 }
 
 // check reports whether one window sees sustained growth that exceeds
@@ -310,13 +323,17 @@ func (m *migpro) risesEachQuarter(sc *scale, a float64) bool {
 // horizon, or the end of the lead time).
 func (m *migpro) decide(p *Predictor, sc *scale, now float64, v verdict) (Decision, bool) {
 	d := Decision{Reason: v.reason, Forecast: toBytes(p.peak), Confidence: 1}
-	if v.reason == ReasonOverCapacity || sc.fit.n < 2 {
+	f := &sc.fit
+	if v.saw {
+		f = &m.saw.fit
+	}
+	if v.reason == ReasonOverCapacity || f.n < 2 {
 		return d, true
 	}
-	sd := sc.fit.sigma()
-	central := max(sc.fit.at(max(v.target, now)), p.peak)
+	sd := f.sigma()
+	central := max(f.at(max(v.target, now)), p.peak)
 	d.Forecast = toBytes(central + p.cfg.Z*sd)
-	d.Confidence = exceedProb(max(sc.fit.at(v.riskAt), p.peak), sd, float64(p.cfg.Capacity))
+	d.Confidence = exceedProb(max(f.at(v.riskAt), p.peak), sd, float64(p.cfg.Capacity))
 	if v.reason == ReasonHorizon {
 		d.Horizon = v.target
 	} else {

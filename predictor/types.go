@@ -102,6 +102,9 @@ type Config struct {
 	// NoJumpGate drops the check that a window's rise is not one step that
 	// growth does not follow (migpro's jumpOnly). For measuring it only.
 	NoJumpGate bool
+	// NoSawtooth drops migpro's reading of growth under a sawtooth, in
+	// blocks of 8 bins (see saw). For measuring it only.
+	NoSawtooth bool
 	// Persist is how many consecutive samples must agree before migpro marks;
 	// this is the hysteresis against one-sample flukes. Default 3.
 	Persist int

@@ -27,6 +27,7 @@ func realAblation() []variant {
 		with("- 2 s bins (1 s bins, same 24 s minimum)", func(c *predictor.Config) { c.Bin, c.MinSamples = 1, 24 }),
 		with("- seconds lead (3 x elapsed)", func(c *predictor.Config) { c.LeadFactor = 3 }),
 		with("- jump gate", func(c *predictor.Config) { c.NoJumpGate = true }),
+		with("- sawtooth reading", func(c *predictor.Config) { c.NoSawtooth = true }),
 		with("- trend gate", func(c *predictor.Config) { c.NoTrendGate = true }),
 		with("- persistence", func(c *predictor.Config) { c.Persist = 1 }),
 		with("- minimum time (3 bins)", func(c *predictor.Config) { c.MinSamples = 3 }),
@@ -36,7 +37,8 @@ func realAblation() []variant {
 // TestRealAblation prints what each setting buys on the framework-shaped
 // families, tuned and held out, at both rates (go test -v -run
 // TestRealAblation ./predictor/eval), and fails if taking one away no longer
-// costs false marks or lead.
+// costs false marks or lead, or taking the sawtooth reading away no longer
+// costs missed runs.
 func TestRealAblation(t *testing.T) {
 	type agg struct {
 		falseMarks, quiet, missed, growing int
@@ -72,6 +74,9 @@ func TestRealAblation(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 	full := res["migpro (agent settings)"]
+	if r := res["- sawtooth reading"]; r.missed <= full.missed {
+		t.Errorf("- sawtooth reading: %d missed against %d; the reading buys nothing", r.missed, full.missed)
+	}
 	for _, name := range []string{"- seconds lead (3 x elapsed)", "- jump gate", "- trend gate", "- persistence", "- minimum time (3 bins)"} {
 		if r := res[name]; r.falseMarks <= full.falseMarks {
 			t.Errorf("%s: %d false marks against %d; the setting buys nothing", name, r.falseMarks, full.falseMarks)
