@@ -101,6 +101,49 @@ func TestCleanupDestroysIdleRemovesSpecsKeepsInUse(t *testing.T) {
 	}
 }
 
+// An uninstall (--cleanup-on-exit, Run ending) reports each instance left
+// in use, by UUID and owner, and sums up in one line.
+func TestCleanupOnExitReportsInstancesLeftInUse(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.CleanupOnExit = true
+	log, hook := test.NewNullLogger()
+	a, err := New(e.cfg, WithNode(e.node), WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	c := client.New(e.cfg.Socket)
+	waitFor(t, "local API", func() bool { _, err := c.Status(ctx); return err == nil })
+	held, err := c.Alloc(ctx, client.AllocRequest{Profile: "2g.10gb", Owner: "trainer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var left, summary int
+	for _, en := range hook.AllEntries() {
+		switch {
+		case strings.Contains(en.Message, "instance in use, left in place"):
+			left++
+			if en.Level != logrus.WarnLevel || en.Data["uuid"] != held.UUID || en.Data["owner"] != "local:trainer" {
+				t.Errorf("left-in-use line: %s %v", en.Level, en.Data)
+			}
+		case en.Message == "cleanup done":
+			summary++
+			if en.Data["left_in_use"] != 1 || en.Data["specs_removed"] != 1 {
+				t.Errorf("summary line: %v", en.Data)
+			}
+		}
+	}
+	if left != 1 || summary != 1 {
+		t.Fatalf("%d left-in-use lines and %d summaries, want 1 and 1", left, summary)
+	}
+}
+
 // --cleanup-on-exit: Run ending (SIGTERM in the binary) does the cleanup.
 func TestRunCleansUpOnExitWhenAsked(t *testing.T) {
 	e := newEnv(t, "a100-40gb")

@@ -280,3 +280,53 @@ func keys(m map[string][]byte) []string {
 	}
 	return k
 }
+
+// TestChartServiceMonitor: off by default; on, a headless Service selects
+// the agent's pods on the metrics port and a ServiceMonitor scrapes
+// /metrics through it.
+func TestChartServiceMonitor(t *testing.T) {
+	if _, ok := renderChart(t).other["ServiceMonitor/migpro-agent"]; ok {
+		t.Error("a ServiceMonitor is rendered by default")
+	}
+	r := renderChart(t, "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.port=9555",
+		"--set", "metrics.serviceMonitor.interval=15s")
+	var svc corev1.Service
+	r.decode(t, "Service/migpro-agent-metrics", &svc)
+	podLabels := r.ds.Spec.Template.Labels
+	for k, v := range svc.Spec.Selector {
+		if podLabels[k] != v {
+			t.Errorf("Service selects %s=%s; the agent's pods have %v", k, v, podLabels)
+		}
+	}
+	port := svc.Spec.Ports[0]
+	var named bool
+	for _, p := range r.ds.Spec.Template.Spec.Containers[0].Ports {
+		named = named || (p.Name == port.TargetPort.StrVal && p.ContainerPort == 9555)
+	}
+	if port.Port != 9555 || !named {
+		t.Errorf("Service port %+v does not reach the agent's metrics port 9555", port)
+	}
+	sm, ok := r.other["ServiceMonitor/migpro-agent"]
+	if !ok {
+		t.Fatalf("no ServiceMonitor (kinds %v)", r.kinds)
+	}
+	spec, _ := sm["spec"].(map[string]any)
+	eps, _ := spec["endpoints"].([]any)
+	if len(eps) != 1 {
+		t.Fatalf("ServiceMonitor endpoints %v", spec["endpoints"])
+	}
+	ep, _ := eps[0].(map[string]any)
+	if ep["port"] != port.Name || ep["path"] != "/metrics" || ep["interval"] != "15s" {
+		t.Errorf("ServiceMonitor endpoint %v, want port %s, /metrics, 15s", ep, port.Name)
+	}
+	sel, _ := spec["selector"].(map[string]any)
+	match, _ := sel["matchLabels"].(map[string]any)
+	if len(match) == 0 || len(svc.Spec.Selector) == 0 {
+		t.Fatalf("empty selectors: ServiceMonitor %v, Service %v", match, svc.Spec.Selector)
+	}
+	for k, v := range match {
+		if svc.Labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%v; the Service has %v", k, v, svc.Labels)
+		}
+	}
+}
