@@ -17,10 +17,9 @@ import (
 // BenchmarkAgentRSS measures the agent's resident memory with 8 simulated
 // GPUs fully partitioned (56 1g.5gb instances, each with its CDI spec), in
 // the real binary, built as make image builds it (target: under 64 MiB).
-// ns/op is the fill time and means
-// little; read rss-MiB, and its split: rss-anon-MiB (heap, stacks, runtime)
-// against rss-file-MiB (the binary's mapped text and data, shared page
-// cache).
+// ns/op is the fill time and means little; read rss-MiB, and its split:
+// rss-anon-MiB (heap, stacks, runtime) against rss-file-MiB (the binary's
+// mapped text and data, shared page cache).
 func BenchmarkAgentRSS(b *testing.B) {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "migpro-agent")
