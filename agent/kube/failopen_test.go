@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/client"
 )
@@ -39,13 +38,8 @@ func TestFailOpenRecordsAnEventOnThePod(t *testing.T) {
 	}
 	cs := fake.NewClientset(pod("mine", "node-1"), pod("elsewhere", "node-2"))
 	e := newEnv(t)
-	a := e.open(t, agent.WithCluster(kube.New(kube.WithClientset(cs))))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	c := client.New(e.cfg.Socket)
-	waitFor(t, "the local API", func() bool { _, err := c.Status(ctx); return err == nil })
+	_, c := e.runLinked(t, cs)
+	ctx := context.Background()
 	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"})
 	if err != nil {
 		t.Fatal(err)

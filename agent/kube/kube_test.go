@@ -54,6 +54,21 @@ func (e *env) open(t *testing.T, opts ...agent.Option) *agent.Agent {
 	return a
 }
 
+// runLinked opens an agent linked to the fake API server cs, runs it until
+// the test ends, and returns it with a client of its local API once that
+// answers.
+func (e *env) runLinked(t *testing.T, cs *fake.Clientset) (*agent.Agent, *client.Client) {
+	t.Helper()
+	a := e.open(t, agent.WithCluster(kube.New(kube.WithClientset(cs))))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	c := client.New(e.cfg.Socket)
+	waitFor(t, "the local API", func() bool { _, err := c.Status(ctx); return err == nil })
+	return a, c
+}
+
 func TestLinkIsOnOnlyWithAnAPIServerANodeAndPlugins(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	kc := filepath.Join(t.TempDir(), "kubeconfig")

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/migpro/migpro/agent"
-	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/readmit"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
@@ -57,13 +55,8 @@ func TestFinishedRunsDecayTheRecommendation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	a := e.open(t, agent.WithCluster(kube.New(kube.WithClientset(cs))))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	c := client.New(e.cfg.Socket)
-	waitFor(t, "the local API", func() bool { _, err := c.Status(ctx); return err == nil })
+	a, c := e.runLinked(t, cs)
+	ctx := context.Background()
 	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "2g.10gb"})
 	if err != nil {
 		t.Fatal(err)
@@ -113,21 +106,28 @@ func TestFinishedRunsDecayTheRecommendation(t *testing.T) {
 	run(names[4], small)
 	waitFor(t, "the recommendation to decay", func() bool { _, ok := fitRuns(); return !ok })
 
-	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	decayed := 0
-	for _, ev := range evs.Items {
-		if ev.Reason == readmit.ReasonDecayed {
-			decayed++
-			if ev.InvolvedObject.Name != names[4] || !strings.Contains(ev.Message, res1g5) {
-				t.Errorf("decay event %+v", ev)
+	// The Event follows the store's update: wait for it, then check there is
+	// exactly one.
+	decayEvents := func() []corev1.Event {
+		evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []corev1.Event
+		for _, ev := range evs.Items {
+			if ev.Reason == readmit.ReasonDecayed {
+				out = append(out, ev)
 			}
 		}
+		return out
 	}
-	if decayed != 1 {
-		t.Errorf("%d %s events, want 1", decayed, readmit.ReasonDecayed)
+	waitFor(t, "the "+readmit.ReasonDecayed+" event", func() bool { return len(decayEvents()) > 0 })
+	evs := decayEvents()
+	if len(evs) != 1 {
+		t.Fatalf("%d %s events, want 1", len(evs), readmit.ReasonDecayed)
+	}
+	if ev := evs[0]; ev.InvolvedObject.Name != names[4] || !strings.Contains(ev.Message, res1g5) {
+		t.Errorf("decay event %+v", ev)
 	}
 }
 
