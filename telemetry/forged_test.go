@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -18,7 +19,9 @@ const helperEnv = "MIGPRO_TELEMETRY_TEST_SEND"
 
 // TestHelperSend is not a test: run with helperEnv=<socket>, it is a
 // sender in whatever namespace and uid it was started with. It exits 3 when
-// the socket refuses it (permission denied).
+// the socket refuses it (permission denied). After sending it waits for its
+// stdin to close: the service checks a sender's pid namespace through
+// /proc/PID, which a sender that has exited no longer has.
 func TestHelperSend(t *testing.T) {
 	sock := os.Getenv(helperEnv)
 	if sock == "" {
@@ -37,6 +40,7 @@ func TestHelperSend(t *testing.T) {
 			os.Exit(2)
 		}
 	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
 	os.Exit(0)
 }
 
@@ -101,6 +105,26 @@ func helper(bin, sock string) *exec.Cmd {
 	return cmd
 }
 
+// runUntil starts a sender and keeps it alive until cond holds, then lets it
+// exit and checks it succeeded.
+func runUntil(t *testing.T, cmd *exec.Cmd, what string, cond func() bool) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, what, cond)
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sender for %s: %v %s", what, err, out.String())
+	}
+}
+
 // TestForgedTelemetryRefused: acting as uid 65534, twenty forged datagrams
 // claiming 39 GiB once put a container at capacity. Now a host user cannot
 // reach the socket at all, and a sender outside the container's pid
@@ -130,10 +154,7 @@ func TestForgedTelemetryRefused(t *testing.T) {
 
 	// Host root, outside the container's pid namespace: heard by the
 	// kernel, refused by the credential check.
-	if out, err := helper(bin, ep.Socket).CombinedOutput(); err != nil {
-		t.Fatalf("host sender: %v %s", err, out)
-	}
-	waitFor(t, "forged datagrams counted foreign", func() bool { return s.Stats().Foreign == 20 })
+	runUntil(t, helper(bin, ep.Socket), "forged datagrams counted foreign", func() bool { return s.Stats().Foreign == 20 })
 	if got := s.Samples("victim"); len(got) != 0 {
 		t.Fatalf("forged datagrams became samples: %+v", got)
 	}
@@ -141,10 +162,7 @@ func TestForgedTelemetryRefused(t *testing.T) {
 	// A process inside the container's pid namespace is heard.
 	inside := exec.Command("nsenter", "-t", strconv.Itoa(initPID), "--pid", "--", bin, "-test.run=^TestHelperSend$")
 	inside.Env = append(os.Environ(), helperEnv+"="+ep.Socket)
-	if out, err := inside.CombinedOutput(); err != nil {
-		t.Fatalf("sender in the container: %v %s", err, out)
-	}
-	waitFor(t, "the container's own datagrams", func() bool { return len(s.Samples("victim")) == 20 })
+	runUntil(t, inside, "the container's own datagrams", func() bool { return len(s.Samples("victim")) == 20 })
 	if f := s.Stats().Foreign; f != 20 {
 		t.Fatalf("foreign = %d after the container's own datagrams", f)
 	}
