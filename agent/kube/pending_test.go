@@ -52,9 +52,12 @@ func TestPendingPodIsPendingDemandUntilServed(t *testing.T) {
 		st, err := c.Status(ctx)
 		return err == nil && st.Pending["7g.40gb"] == 1
 	})
-	if w := a.Partitioner().Demand(); w["7g.40gb"] <= w["2g.10gb"] {
-		t.Fatalf("partitioner weights %v: the pending 7g.40gb should weigh more than an unasked 2g.10gb", w)
-	}
+	// The status answer and the partitioner are updated one after the other:
+	// the weights follow within the same resync.
+	waitFor(t, "the pending 7g.40gb to weigh more than an unasked 2g.10gb in the partitioner", func() bool {
+		w := a.Partitioner().Demand()
+		return w["7g.40gb"] > w["2g.10gb"]
+	})
 	if err := c.Free(ctx, held.CDIName); err != nil {
 		t.Fatal(err)
 	}
