@@ -69,6 +69,7 @@ type watched struct {
 	first          time.Time
 	shim, nvml     uint64 // latest used bytes by source
 	requested      uint64
+	allocs         uint64 // the shim's driver allocation calls so far
 	lastObservedAt time.Time
 }
 
@@ -121,11 +122,11 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 		w.started[id] = st
 	}
 	if s.Source == telemetry.SourceShim {
-		st.shim, st.requested = s.UsedBytes, s.RequestedBytes
+		st.shim, st.requested, st.allocs = s.UsedBytes, s.RequestedBytes, s.Allocs
 	} else {
 		st.nvml = s.UsedBytes
 	}
-	used, requested, t := max(st.shim, st.nvml), st.requested, s.At.Sub(st.first).Seconds()
+	used, requested, allocs, t := max(st.shim, st.nvml), st.requested, st.allocs, s.At.Sub(st.first).Seconds()
 	if !s.At.After(st.lastObservedAt) && !needStart {
 		w.mu.Unlock()
 		return // the predictor needs time to move forward
@@ -138,7 +139,7 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 			return
 		}
 	}
-	if d, marked := w.tracker.Observe(id, predictor.Sample{T: t, Used: used, Requested: requested}); marked {
+	if d, marked := w.tracker.Observe(id, predictor.Sample{T: t, Used: used, Requested: requested, Allocs: allocs}); marked {
 		w.mu.Lock()
 		w.marks[id] = d
 		subs := append([]func(Mark){}, w.onMark...)

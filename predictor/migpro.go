@@ -29,8 +29,9 @@ type migpro struct {
 	saw    saw
 }
 
-// point is one sample: t, the peak so far (y) and the raw usage.
-type point struct{ t, y, raw float64 }
+// point is one bin: t, the peak so far (y), the raw usage and the count of
+// driver allocation calls so far (0: unknown).
+type point struct{ t, y, raw, allocs float64 }
 
 // scale is a fit over the newest size points of the ring.
 type scale struct {
@@ -82,7 +83,7 @@ func (m *migpro) back(k int) point {
 	return m.ring[((m.head-1-k)%n+n)%n]
 }
 
-func (m *migpro) push(t, y, raw float64) {
+func (m *migpro) push(t, y, raw, allocs float64) {
 	for i := range m.sc {
 		s := &m.sc[i]
 		if s.held == s.size {
@@ -95,7 +96,7 @@ func (m *migpro) push(t, y, raw float64) {
 		s.fit.add(t, y)
 		s.raw.add(t, raw)
 	}
-	m.ring[m.head] = point{t, y, raw}
+	m.ring[m.head] = point{t, y, raw, allocs}
 	m.head = (m.head + 1) % len(m.ring)
 	m.count = min(m.count+1, len(m.ring))
 	if m.sinceR++; m.sinceR >= refreshEvery {
@@ -104,7 +105,7 @@ func (m *migpro) push(t, y, raw float64) {
 }
 
 // replace overwrites the newest point: a later sample in the same time bin.
-func (m *migpro) replace(t, y, raw float64) {
+func (m *migpro) replace(t, y, raw, allocs float64) {
 	n := len(m.ring)
 	i := (m.head - 1 + n) % n
 	old := m.ring[i]
@@ -115,7 +116,7 @@ func (m *migpro) replace(t, y, raw float64) {
 		s.raw.remove(old.t, old.raw)
 		s.raw.add(t, raw)
 	}
-	m.ring[i] = point{t, y, raw}
+	m.ring[i] = point{t, y, raw, allocs}
 	if m.sinceR++; m.sinceR >= refreshEvery {
 		m.rebuild()
 	}
@@ -137,9 +138,9 @@ func (m *migpro) rebuild() {
 
 func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 	if p.newBin {
-		m.push(s.T, p.peak, p.binRaw)
+		m.push(s.T, p.peak, p.binRaw, p.binAllocs)
 	} else {
-		m.replace(s.T, p.peak, p.binRaw)
+		m.replace(s.T, p.peak, p.binRaw, p.binAllocs)
 	}
 	m.saw.observe(p.bin, s.T, float64(s.Used), p.cfg.Z)
 	capacity := float64(p.cfg.Capacity)
@@ -206,7 +207,7 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first
-	lead := max(p.cfg.MinLead, p.cfg.LeadFactor*elapsed)
+	lead := max(p.cfg.MinLead, m.riseLead(sc, &p.cfg)*elapsed)
 	tto := max(0, (capacity-upper(now))/sc.fit.slope())
 	if tto > lead || (!p.cfg.NoJumpGate && m.jumpOnly(sc)) {
 		return verdict{}, false
@@ -216,6 +217,28 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 	return verdict{
 		target: now + max(tto, elapsed), riskAt: now + lead, tto: tto, reason: ReasonTimeToOOM,
 	}, true
+}
+
+// riseLead is the lead factor for a window, from the driver allocation
+// calls behind its rise. A load copies weights one tensor per call, tens to
+// hundreds of MiB each, and a cache reserved at once is one call; growth
+// through a caching allocator comes in its 2 and 20 MiB segments, many calls
+// to a window. A rise of at least bulk bytes per call reads as a load
+// (BulkLeadFactor). Without the shim (allocs 0), or when no call explains
+// the rise, the two cannot be told apart (BlindLeadFactor).
+func (m *migpro) riseLead(sc *scale, cfg *Config) float64 {
+	if cfg.NoBulkGate {
+		return cfg.LeadFactor
+	}
+	newest, oldest := m.back(0), m.back(sc.held-1)
+	calls := newest.allocs - oldest.allocs
+	switch {
+	case newest.allocs == 0 || calls <= 0:
+		return cfg.BlindLeadFactor
+	case (newest.raw-oldest.raw)/calls >= cfg.BulkBytes:
+		return cfg.BulkLeadFactor
+	}
+	return cfg.LeadFactor
 }
 
 // jumpOnly reports whether a window's rise is mostly one step: a one-shot

@@ -22,6 +22,12 @@ type Sample struct {
 	// Requested is the bytes the program asked its allocator for, when the
 	// shim reports it; zero means unknown. Only the baseline uses it.
 	Requested uint64
+	// Allocs is how many driver allocation calls the program has made so
+	// far, as the shim counts them (cumulative); zero means unknown, as for
+	// a container without the shim. migpro reads the bytes a rise took per
+	// call: weights load in calls of tens to hundreds of MiB, one per
+	// tensor, while growth comes in the allocator's 2 and 20 MiB segments.
+	Allocs uint64
 }
 
 // Algorithm selects how the series is read.
@@ -105,6 +111,20 @@ type Config struct {
 	// NoSawtooth drops migpro's reading of growth under a sawtooth, in
 	// blocks of 8 bins (see saw). For measuring it only.
 	NoSawtooth bool
+	// BulkBytes, BulkLeadFactor and BlindLeadFactor tell a load from growth
+	// by the driver allocation calls behind a window's rise. A rise that
+	// took at least BulkBytes per call (weights copied tensor by tensor, a
+	// cache reserved in one call) has a lead of BulkLeadFactor × elapsed; a
+	// rise whose calls are unknown (no shim) BlindLeadFactor × elapsed;
+	// growth in many smaller calls keeps LeadFactor. Defaults 64 MiB, and
+	// LeadFactor for both factors (no difference); ForSeconds sets the
+	// agent's.
+	BulkBytes       float64
+	BulkLeadFactor  float64
+	BlindLeadFactor float64
+	// NoBulkGate reads every rise as growth, whatever its calls. For
+	// measuring the gate only.
+	NoBulkGate bool
 	// Persist is how many consecutive samples must agree before migpro marks;
 	// this is the hysteresis against one-sample flukes. Default 3.
 	Persist int
@@ -166,6 +186,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LeadFactor == 0 {
 		c.LeadFactor = 3
 	}
+	if c.BulkBytes == 0 {
+		c.BulkBytes = 64 << 20
+	}
+	if c.BulkLeadFactor == 0 {
+		c.BulkLeadFactor = c.LeadFactor
+	}
+	if c.BlindLeadFactor == 0 {
+		c.BlindLeadFactor = c.LeadFactor
+	}
 	if c.Scales == 0 {
 		c.Scales = scales
 	}
@@ -179,7 +208,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Margin = 0.10
 	}
 	if c.Z < 0 || c.MinSamples < 2 || c.ConvergeWindow < 2 || c.ConvergeTol < 0 ||
-		c.LeadFactor < 0 || c.MinLead < 0 || c.Persist < 1 || c.Margin < 0 {
+		c.LeadFactor < 0 || c.BulkLeadFactor < 0 || c.BlindLeadFactor < 0 || !(c.BulkBytes > 0) || c.MinLead < 0 || c.Persist < 1 || c.Margin < 0 {
 		return c, fmt.Errorf("predictor: invalid config %+v", c)
 	}
 	return c, nil
@@ -190,10 +219,12 @@ const maxConvergeWindow = 16
 // The settings for a series in seconds from the container's start, as the
 // agent feeds it (ForSeconds). See ForSeconds for why each holds.
 const (
-	SecondsLeadFactor = 0.25
-	SecondsMinLead    = 0
-	SecondsBin        = 2
-	SecondsMinSamples = 12
+	SecondsLeadFactor      = 0.25
+	SecondsBulkLeadFactor  = 0.08
+	SecondsBlindLeadFactor = 0.12
+	SecondsMinLead         = 0
+	SecondsBin             = 2
+	SecondsMinSamples      = 12
 )
 
 // ForSeconds returns c with the settings for a series in seconds from the
@@ -210,6 +241,12 @@ const (
 func ForSeconds(c Config) Config {
 	if c.LeadFactor == 0 {
 		c.LeadFactor = SecondsLeadFactor
+	}
+	if c.BulkLeadFactor == 0 {
+		c.BulkLeadFactor = SecondsBulkLeadFactor
+	}
+	if c.BlindLeadFactor == 0 {
+		c.BlindLeadFactor = SecondsBlindLeadFactor
 	}
 	if c.MinLead == 0 {
 		c.MinLead = SecondsMinLead

@@ -242,7 +242,7 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 		c.shimCur -= p.cur
 		delete(c.procs, key)
 	}
-	smp := Sample{At: at, UsedBytes: c.shimCur, PeakBytes: c.shimPeak, RequestedBytes: c.shimCur, Source: SourceShim}
+	smp := Sample{At: at, UsedBytes: c.shimCur, PeakBytes: c.shimPeak, RequestedBytes: c.shimCur, Allocs: c.allocs, Source: SourceShim}
 	c.ring.push(smp)
 	c.count++
 	s.st.accepted.Add(1)

@@ -28,7 +28,11 @@ type Sample struct {
 	// RequestedBytes is what the program asked the driver for (shim only;
 	// 0 for nvml). The predictor's reuse ratio divides it by physical use.
 	RequestedBytes uint64 `json:"requestedBytes"`
-	Source         Source `json:"source"`
+	// Allocs is the container's driver allocation calls so far, as its
+	// shims count them (shim only; 0 for nvml). The predictor reads the
+	// bytes a rise took per call to tell a load from growth.
+	Allocs uint64 `json:"allocs,omitempty"`
+	Source Source `json:"source"`
 }
 
 // Series is what the predictor needs: the bounded history of a container and

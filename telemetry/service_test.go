@@ -96,10 +96,10 @@ func TestRegisterReceiveDeregister(t *testing.T) {
 	send(t, c, Message{Seq: 3, Current: 200, Peak: 300, Allocs: 2, Frees: 1})
 	waitFor(t, "3 samples", func() bool { return len(s.Samples("c1")) == 3 })
 	got := s.Samples("c1")
-	want := []struct{ used, peak uint64 }{{100, 100}, {300, 300}, {200, 300}}
+	want := []struct{ used, peak, allocs uint64 }{{100, 100, 1}, {300, 300, 2}, {200, 300, 2}}
 	for i, w := range want {
-		if got[i].UsedBytes != w.used || got[i].PeakBytes != w.peak || got[i].RequestedBytes != w.used || got[i].Source != SourceShim {
-			t.Errorf("sample %d = %+v, want used %d peak %d shim", i, got[i], w.used, w.peak)
+		if got[i].UsedBytes != w.used || got[i].PeakBytes != w.peak || got[i].RequestedBytes != w.used || got[i].Allocs != w.allocs || got[i].Source != SourceShim {
+			t.Errorf("sample %d = %+v, want used %d peak %d allocs %d shim", i, got[i], w.used, w.peak, w.allocs)
 		}
 	}
 	mu.Lock()

@@ -20,20 +20,24 @@ type Row struct {
 	Used      uint64
 	Requested uint64
 	Reserved  uint64
+	// Allocs is the driver allocation calls so far (the shim's count).
+	Allocs uint64
 }
 
 // Sample is the part of the row the predictor reads.
 func (r Row) Sample() predictor.Sample {
-	return predictor.Sample{T: r.T, Used: r.Used, Requested: r.Requested}
+	return predictor.Sample{T: r.T, Used: r.Used, Requested: r.Requested, Allocs: r.Allocs}
 }
 
 // Trace is a named series of rows.
 type Trace struct {
 	Name string
 	Rows []Row
-	// HasRequested and HasReserved say which optional columns the file had.
+	// HasRequested, HasReserved and HasAllocs say which optional columns
+	// the file had.
 	HasRequested bool
 	HasReserved  bool
+	HasAllocs    bool
 }
 
 const (
@@ -41,6 +45,7 @@ const (
 	colUsed      = "used_bytes"
 	colRequested = "requested_bytes"
 	colReserved  = "reserved_bytes"
+	colAllocs    = "driver_allocs"
 )
 
 // ReadFile reads a trace file; errors name the file and, for bad rows, the line.
@@ -95,10 +100,10 @@ func Read(r io.Reader, name string) (Trace, error) {
 }
 
 // columns maps each known column to its position, -1 when absent.
-type columns struct{ t, used, requested, reserved int }
+type columns struct{ t, used, requested, reserved, allocs int }
 
 func parseHeader(header []string, name string) (columns, Trace, error) {
-	idx := columns{-1, -1, -1, -1}
+	idx := columns{-1, -1, -1, -1, -1}
 	tr := Trace{Name: name}
 	for i, h := range header {
 		var slot *int
@@ -113,8 +118,11 @@ func parseHeader(header []string, name string) (columns, Trace, error) {
 		case colReserved:
 			slot = &idx.reserved
 			tr.HasReserved = true
+		case colAllocs:
+			slot = &idx.allocs
+			tr.HasAllocs = true
 		default:
-			return idx, tr, fmt.Errorf("%s:1: unknown column %q (want t,used_bytes[,requested_bytes,reserved_bytes])", name, h)
+			return idx, tr, fmt.Errorf("%s:1: unknown column %q (want t,used_bytes[,requested_bytes,reserved_bytes,driver_allocs])", name, h)
 		}
 		if *slot >= 0 {
 			return idx, tr, fmt.Errorf("%s:1: column %q repeated", name, h)
@@ -146,6 +154,9 @@ func parseRow(rec []string, idx columns, width int) (Row, error) {
 	if row.Reserved, err = parseBytes(rec, idx.reserved, colReserved, true); err != nil {
 		return Row{}, err
 	}
+	if row.Allocs, err = parseCount(rec, idx.allocs, colAllocs); err != nil {
+		return Row{}, err
+	}
 	return row, nil
 }
 
@@ -164,6 +175,17 @@ func parseBytes(rec []string, i int, col string, optional bool) (uint64, error) 
 	return v, nil
 }
 
+func parseCount(rec []string, i int, col string) (uint64, error) {
+	if i < 0 || strings.TrimSpace(rec[i]) == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(rec[i]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q is not a whole number of calls", col, rec[i])
+	}
+	return v, nil
+}
+
 // Write renders a trace in the format Read accepts, with the optional columns
 // the trace says it has.
 func Write(w io.Writer, tr Trace) error {
@@ -175,6 +197,9 @@ func Write(w io.Writer, tr Trace) error {
 	if tr.HasReserved {
 		header += "," + colReserved
 	}
+	if tr.HasAllocs {
+		header += "," + colAllocs
+	}
 	fmt.Fprintln(bw, header)
 	for _, r := range tr.Rows {
 		line := strconv.FormatFloat(r.T, 'g', -1, 64) + "," + strconv.FormatUint(r.Used, 10)
@@ -183,6 +208,9 @@ func Write(w io.Writer, tr Trace) error {
 		}
 		if tr.HasReserved {
 			line += "," + strconv.FormatUint(r.Reserved, 10)
+		}
+		if tr.HasAllocs {
+			line += "," + strconv.FormatUint(r.Allocs, 10)
 		}
 		fmt.Fprintln(bw, line)
 	}

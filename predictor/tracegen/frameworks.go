@@ -9,9 +9,11 @@ import (
 // 1 MiB are served from 2 MiB segments, requests up to 10 MiB from 20 MiB
 // segments, larger ones from their own segment rounded up to 2 MiB.
 // Reserved memory grows by segments and is not returned until
-// empty_cache() (release).
+// empty_cache() (release). calls counts the segments reserved, each one
+// driver allocation call: what the shim counts.
 type pool struct {
 	allocated, reserved float64
+	calls               float64
 }
 
 func segment(size float64) float64 {
@@ -28,6 +30,7 @@ func (p *pool) alloc(size float64) {
 	p.allocated += size
 	for p.allocated > p.reserved {
 		p.reserved += segment(size)
+		p.calls++
 	}
 }
 
@@ -48,16 +51,20 @@ type run struct {
 	p     pool
 	kept  pool
 	ticks []float64
+	calls []float64 // driver allocation calls so far, at each tick
 }
 
-func (w *run) done() (float64, []float64) { return w.ctx, w.ticks }
+func (w *run) done() series { return series{ctx: w.ctx, pool: w.ticks, calls: w.calls} }
 
 func newRun(r *rand.Rand) *run {
 	// The CUDA context: 300 to 600 MiB depending on the loaded kernels.
 	return &run{r: r, ctx: (300 + 300*r.Float64()) * mib}
 }
 
-func (w *run) tick()          { w.ticks = append(w.ticks, w.p.reserved+w.kept.reserved) }
+func (w *run) tick() {
+	w.ticks = append(w.ticks, w.p.reserved+w.kept.reserved)
+	w.calls = append(w.calls, w.p.calls+w.kept.calls)
+}
 func (w *run) now() float64   { return float64(len(w.ticks)) / ShimHz }
 func (w *run) idle(s float64) { w.until(w.now() + s) }
 func (w *run) until(t float64) {
@@ -102,8 +109,8 @@ func (s loadSpeed) draw(r *rand.Rand, total float64) float64 {
 // vllm loads the weights, runs a profiling forward pass whose activations
 // spike and are freed (empty_cache), then preallocates the KV cache in one
 // call so the pool reaches util × Capacity, and stays flat while serving.
-func vllm(util float64, speed loadSpeed) func(*rand.Rand, float64) (float64, []float64) {
-	return func(r *rand.Rand, d float64) (float64, []float64) {
+func vllm(util float64, speed loadSpeed) func(*rand.Rand, float64) series {
+	return func(r *rand.Rand, d float64) series {
 		w := newRun(r)
 		w.idle(1 + 2*r.Float64()) // process and CUDA start
 		weights := (2 + 2*r.Float64()) * gib
@@ -128,7 +135,7 @@ func vllm(util float64, speed loadSpeed) func(*rand.Rand, float64) (float64, []f
 // to the KV cache, so a request's memory grows with its length and is freed
 // at its end; the pool keeps the segments, so reserved memory climbs a
 // staircase of record request lengths and then holds.
-func hfGenerate(r *rand.Rand, d float64) (float64, []float64) {
+func hfGenerate(r *rand.Rand, d float64) series {
 	w := newRun(r)
 	w.idle(1 + 2*r.Float64())
 	w.load((2+1.5*r.Float64())*gib, (0.3+r.Float64())*gib)
@@ -154,7 +161,7 @@ func hfGenerate(r *rand.Rand, d float64) (float64, []float64) {
 // poolWarmup is PyTorch's allocator warming up under a steady workload:
 // the first iterations reserve many 2 MiB and 20 MiB segments as the
 // working set is first touched, then every request is served from the pool.
-func poolWarmup(r *rand.Rand, d float64) (float64, []float64) {
+func poolWarmup(r *rand.Rand, d float64) series {
 	w := newRun(r)
 	w.idle(1 + 2*r.Float64())
 	w.load((1+2*r.Float64())*gib, (0.5+r.Float64())*gib)
@@ -184,7 +191,7 @@ func poolWarmup(r *rand.Rand, d float64) (float64, []float64) {
 // optimizer's two moment buffers and the activations; after that reserved
 // memory is flat, except that the first evaluation (a larger batch, no
 // gradients) may add a segment once.
-func trainingSettle(r *rand.Rand, d float64) (float64, []float64) {
+func trainingSettle(r *rand.Rand, d float64) series {
 	w := newRun(r)
 	w.idle(2 + 3*r.Float64())
 	params := (0.6 + 0.6*r.Float64()) * gib
@@ -218,7 +225,7 @@ func trainingSettle(r *rand.Rand, d float64) (float64, []float64) {
 // so reserved memory rises by one segment every few steps, 2.7 to 20 MiB/s,
 // and the run reaches the OOM within its Duration. Its evaluation uses a
 // smaller batch than training (no gradients), so it adds no segment.
-func trainingLeak(r *rand.Rand, d float64) (float64, []float64) {
+func trainingLeak(r *rand.Rand, d float64) series {
 	w := newRun(r)
 	w.idle(2 + 3*r.Float64())
 	params := (0.5 + 0.5*r.Float64()) * gib
@@ -249,8 +256,8 @@ func trainingLeak(r *rand.Rand, d float64) (float64, []float64) {
 
 // chunked loads a model of lo to hi GiB tensor by tensor and then serves
 // without further allocation: a loading ramp and a plateau.
-func chunked(lo, hi float64, speed loadSpeed) func(*rand.Rand, float64) (float64, []float64) {
-	return func(r *rand.Rand, d float64) (float64, []float64) {
+func chunked(lo, hi float64, speed loadSpeed) func(*rand.Rand, float64) series {
+	return func(r *rand.Rand, d float64) series {
 		w := newRun(r)
 		w.idle(1 + 2*r.Float64())
 		total := (lo + (hi-lo)*r.Float64()) * gib
@@ -262,8 +269,8 @@ func chunked(lo, hi float64, speed loadSpeed) func(*rand.Rand, float64) (float64
 
 // fastGrowth loads, then grows by lo to hi MiB/s: an unbounded cache or a
 // batch that keeps doubling its buffers, seconds from the OOM.
-func fastGrowth(lo, hi float64) func(*rand.Rand, float64) (float64, []float64) {
-	return func(r *rand.Rand, d float64) (float64, []float64) {
+func fastGrowth(lo, hi float64) func(*rand.Rand, float64) series {
+	return func(r *rand.Rand, d float64) series {
 		w := newRun(r)
 		w.idle(1 + 2*r.Float64())
 		w.load((1.5+1.5*r.Float64())*gib, (0.5+r.Float64())*gib)
@@ -287,13 +294,17 @@ func sawtoothOn(w *run, acts, step, perSec, d float64) {
 		for w.now()-start < step {
 			frac := (w.now() - start) / step
 			w.p.allocated += perSec / ShimHz
-			w.p.reserved = w.p.allocated + frac*acts
+			grown := w.p.allocated + frac*acts
+			if grown > w.p.reserved {
+				w.p.calls += math.Ceil((grown - w.p.reserved) / (20 * mib)) // one 20 MiB page a call
+			}
+			w.p.reserved = grown
 			w.tick()
 		}
 	}
 }
 
-func sawtoothGrowth(r *rand.Rand, d float64) (float64, []float64) {
+func sawtoothGrowth(r *rand.Rand, d float64) series {
 	w := newRun(r)
 	w.idle(2 + 2*r.Float64())
 	w.load((1+r.Float64())*gib, (0.5+r.Float64())*gib)
@@ -305,7 +316,7 @@ func sawtoothGrowth(r *rand.Rand, d float64) (float64, []float64) {
 // 12 s: weights and optimizer states, then a per-step sawtooth of 2 to 3 GiB
 // of activations on a base that grows by the same amount every step, so
 // that the peak of the last step is the first over Capacity.
-func flanT5(r *rand.Rand, d float64) (float64, []float64) {
+func flanT5(r *rand.Rand, d float64) series {
 	w := newRun(r)
 	w.idle(2 + 2*r.Float64())
 	w.load((0.8+0.4*r.Float64())*gib, (0.5+r.Float64())*gib)

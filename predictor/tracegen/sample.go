@@ -24,9 +24,15 @@ type RealFamily struct {
 	Growing bool
 	// Duration is how long the run lasts, in seconds.
 	Duration float64
-	// used renders one run: the CUDA context and the pool's reserved bytes
-	// at each 1/ShimHz tick.
-	used func(r *rand.Rand, d float64) (ctx float64, pool []float64)
+	// used renders one run.
+	used func(r *rand.Rand, d float64) series
+}
+
+// series is one rendered run: the CUDA context, and at each 1/ShimHz tick
+// the pool's reserved bytes and the driver allocation calls made so far.
+type series struct {
+	ctx         float64
+	pool, calls []float64
 }
 
 // Generate renders the family for one seed at rate hz (ShimHz or NVMLHz), as
@@ -34,7 +40,8 @@ type RealFamily struct {
 //
 //   - The NVML poller reads the instance once a second, from a seeded phase
 //     between two shim ticks: the context plus the pool.
-//   - The shim reports the pool at every tick, without the context.
+//   - The shim reports the pool at every tick, without the context, and
+//     the driver allocation calls so far (Row.Allocs); NVML knows no calls.
 //   - Every report, from either source, feeds max(the shim's latest, NVML's
 //     latest) at its own time. At NVMLHz only the poller reports: a
 //     container without the shim.
@@ -45,7 +52,8 @@ type RealFamily struct {
 // run's pool is clamped so that it stays 64 MiB under Capacity.
 func (f RealFamily) Generate(seed uint64, hz float64) trace.Trace {
 	r := rand.New(rand.NewPCG(seed, 0x7265616c)) // "real"
-	ctx, pool := f.used(r, f.Duration)
+	run := f.used(r, f.Duration)
+	ctx, pool := run.ctx, run.pool
 	phase := r.IntN(int(ShimHz))
 	c := float64(Capacity)
 	end := len(pool)
@@ -59,14 +67,15 @@ func (f RealFamily) Generate(seed uint64, hz float64) trace.Trace {
 		}
 	}
 	tr := trace.Trace{Name: f.Name}
-	add := func(t, used float64) {
-		tr.Rows = append(tr.Rows, trace.Row{T: t, Used: uint64(math.Max(used, 0))})
-	}
 	shimOn := hz > NVMLHz
-	var shim, nvml float64
+	tr.HasAllocs = shimOn
+	var shim, nvml, calls float64
+	add := func(t, used float64) {
+		tr.Rows = append(tr.Rows, trace.Row{T: t, Used: uint64(math.Max(used, 0)), Allocs: uint64(calls)})
+	}
 	for i := 0; i < end; i++ {
 		if shimOn {
-			shim = pool[i]
+			shim, calls = pool[i], run.calls[i]
 			add(float64(i)/ShimHz, math.Max(shim, nvml))
 		}
 		if (i-phase)%int(ShimHz) == 0 && i >= phase {
