@@ -7,7 +7,7 @@ predictor-eval:
 	$(GO) run ./cmd/migctl predict --capacity 10Gi --algorithm both --gpu h100-80gb predictor/testdata
 	$(GO) run ./cmd/migctl predict --capacity 10Gi --algorithm both --horizon 120 predictor/testdata
 	$(GO) test -count=1 -v -run TestAblation ./predictor/eval
-	$(GO) test -count=1 -v -run 'TestRealFamilies$$|TestFlanT5Step|TestRealAblation|TestStressFamilies' ./predictor/eval
+	$(GO) test -count=1 -v -run 'TestRealFamilies$$|TestFlanT5Step|TestRealAblation|TestJumpGateOnPreallocation|TestStressFamilies' ./predictor/eval
 
 # Cost per sample (target under 1 µs, 0 allocations).
 predictor-bench:

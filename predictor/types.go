@@ -233,11 +233,14 @@ const (
 //   - Bin 2 s: the windows, MinSamples and Persist count spans of time, so
 //     the shim's 10 Hz and NVML's 1 Hz read alike.
 //   - MinSamples 12 bins (24 s) before any mark.
-//   - LeadFactor 0.5 for the whole run: the bound must cross capacity within
-//     half the time the series has been watched. Such a series starts with
-//     model loading, and a load that starts at the context cannot reach a
-//     mark unless it fills about two thirds of the instance, whatever its
-//     speed and however long it lasts.
+//   - LeadFactor 0.25 for the whole run: the bound must cross capacity
+//     within a quarter of the time the series has been watched. Such a
+//     series starts with model loading, and a load that starts at the
+//     context cannot reach a mark unless it fills about four fifths of the
+//     instance, whatever its speed and however long it lasts.
+//   - BulkLeadFactor 0.08 and BlindLeadFactor 0.12: a rise made of tensor-
+//     sized calls, or whose calls are unknown, may be a load that ends just
+//     under capacity, which 0.25 would mark.
 func ForSeconds(c Config) Config {
 	if c.LeadFactor == 0 {
 		c.LeadFactor = SecondsLeadFactor
