@@ -1,11 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net"
-	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -13,7 +10,6 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry"
-	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // TestAllocationCallsTellALoadFromGrowth drives the shim's count of driver
@@ -49,7 +45,7 @@ func TestAllocationCallsTellALoadFromGrowth(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.capacity = float64(total)
-		ep := registerEndpoint(t, a.cfg.Socket, f.id, in.UUID)
+		ep := registerWith(t, a.cfg.Socket, map[string]any{"id": f.id, "pid": os.Getpid(), "migUUIDs": []string{in.UUID}})
 		if f.conn, err = net.DialUnix("unixgram", nil, &net.UnixAddr{Name: ep.Socket, Net: "unixgram"}); err != nil {
 			t.Fatal(err)
 		}
@@ -93,21 +89,4 @@ func TestAllocationCallsTellALoadFromGrowth(t *testing.T) {
 		t.Errorf("a load in 256 MiB calls was marked: %+v", d)
 	}
 	t.Logf("grower marked at %.0f%% of capacity; small-calls marked %v; loader marked %v", 100*grownAt, marks["small-calls"].Reason != "", marks["loader"].Reason != "")
-}
-
-// registerEndpoint registers a container as the hook does and returns its
-// telemetry endpoint.
-func registerEndpoint(t *testing.T, socket, id, uuid string) telemetryapi.Endpoint {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"id": id, "pid": os.Getpid(), "migUUIDs": []string{uuid}})
-	resp, err := unixHTTP(socket).Post("http://agent/v1/containers", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var ep telemetryapi.Endpoint
-	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&ep) != nil || ep.Socket == "" {
-		t.Fatalf("register %s: %s, endpoint %+v", id, resp.Status, ep)
-	}
-	return ep
 }

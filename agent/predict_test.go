@@ -15,6 +15,7 @@ import (
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // TestGrowingContainerIsMarkedBeforeOOM drives the whole online path through
@@ -113,7 +114,9 @@ func register(t *testing.T, socket, id, uuid string) {
 	registerWith(t, socket, map[string]any{"id": id, "pid": os.Getpid(), "migUUIDs": []string{uuid}})
 }
 
-func registerWith(t *testing.T, socket string, reg map[string]any) {
+// registerWith registers a container as the hook does and returns its
+// telemetry endpoint.
+func registerWith(t *testing.T, socket string, reg map[string]any) telemetryapi.Endpoint {
 	t.Helper()
 	id := reg["id"]
 	body, _ := json.Marshal(reg)
@@ -121,10 +124,12 @@ func registerWith(t *testing.T, socket string, reg map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("register %s: %s", id, resp.Status)
+	defer resp.Body.Close()
+	var ep telemetryapi.Endpoint
+	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&ep) != nil || ep.Socket == "" {
+		t.Fatalf("register %s: %s, endpoint %+v", id, resp.Status, ep)
 	}
+	return ep
 }
 
 func getMarks(t *testing.T, socket string) map[string]predictor.Decision {
