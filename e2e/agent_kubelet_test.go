@@ -62,6 +62,26 @@ func registeredDevices(resource string) []string {
 	return cp.Data.RegisteredDevices[resource]
 }
 
+// within polls cond until it holds or timeout passes, and reports which.
+func within(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return true
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -106,9 +126,10 @@ func TestAgentKubelet(t *testing.T) {
 	a := startAgent(t, "a100-40gb",
 		"--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
 		"--warm-pool", "1g.5gb=2", "--assign-grace", "3s")
-	eventually(t, "two 1g.5gb registered with the kubelet", 30*time.Second, func() bool {
-		return len(registeredDevices(migResource)) == 2
-	})
+	if !within(30*time.Second, func() bool { return len(registeredDevices(migResource)) == 2 }) {
+		t.Fatalf("timed out after 30s waiting for two 1g.5gb registered with the kubelet (registered %v)\nagent log:\n%s\nkubelet log:\n%s",
+			registeredDevices(migResource), a.logTail(), tail(k.Log(), 6000))
+	}
 
 	// Two pods get two different instances, and see them.
 	k.WriteStaticPod(t, "p1", migPod("p1"))
