@@ -84,12 +84,8 @@ func tail(s string, n int) string {
 
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !within(timeout, cond) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
 	}
 }
 
