@@ -138,9 +138,9 @@ func (m *migpro) rebuild() {
 
 func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 	if p.newBin {
-		m.push(s.T, p.peak, p.binRaw, p.binAllocs)
+		m.push(s.T, p.peak, p.binRaw, p.allocs)
 	} else {
-		m.replace(s.T, p.peak, p.binRaw, p.binAllocs)
+		m.replace(s.T, p.peak, p.binRaw, p.allocs)
 	}
 	m.saw.observe(p.bin, s.T, float64(s.Used), p.cfg.Z)
 	capacity := float64(p.cfg.Capacity)

@@ -21,13 +21,14 @@ type Predictor struct {
 	// Time bins: the algorithm sees one point per Bin of T, whatever the
 	// sampling rate. bin is the current bin's index, bins how many bins have
 	// been seen, newBin whether the sample being observed opened one, and
-	// binRaw the largest Used within the current bin, binAllocs the
-	// latest count of driver allocation calls (0 while unknown).
-	bin       int64
-	bins      int
-	newBin    bool
-	binRaw    float64
-	binAllocs float64
+	// binRaw the largest Used within the current bin.
+	bin    int64
+	bins   int
+	newBin bool
+	binRaw float64
+	// allocs is the highest count of driver allocation calls seen, which
+	// is cumulative: the latest (0 while unknown).
+	allocs float64
 
 	marked   bool
 	decision Decision
@@ -83,7 +84,7 @@ func (p *Predictor) Observe(s Sample) (Decision, bool) {
 		p.bins++
 	}
 	p.binRaw = max(p.binRaw, float64(s.Used))
-	p.binAllocs = max(p.binAllocs, float64(s.Allocs))
+	p.allocs = max(p.allocs, float64(s.Allocs))
 	p.n++
 	p.last = s.T
 	if u := float64(s.Used); u > p.peak {

@@ -145,22 +145,24 @@ func parseRow(rec []string, idx columns, width int) (Row, error) {
 		return Row{}, fmt.Errorf("t %q is not a finite number", rec[idx.t])
 	}
 	row.T = t
-	if row.Used, err = parseBytes(rec, idx.used, colUsed, false); err != nil {
+	if row.Used, err = parseWhole(rec, idx.used, colUsed, "bytes", false); err != nil {
 		return Row{}, err
 	}
-	if row.Requested, err = parseBytes(rec, idx.requested, colRequested, true); err != nil {
+	if row.Requested, err = parseWhole(rec, idx.requested, colRequested, "bytes", true); err != nil {
 		return Row{}, err
 	}
-	if row.Reserved, err = parseBytes(rec, idx.reserved, colReserved, true); err != nil {
+	if row.Reserved, err = parseWhole(rec, idx.reserved, colReserved, "bytes", true); err != nil {
 		return Row{}, err
 	}
-	if row.Allocs, err = parseCount(rec, idx.allocs, colAllocs); err != nil {
+	if row.Allocs, err = parseWhole(rec, idx.allocs, colAllocs, "calls", true); err != nil {
 		return Row{}, err
 	}
 	return row, nil
 }
 
-func parseBytes(rec []string, i int, col string, optional bool) (uint64, error) {
+// parseWhole reads column i of rec as a whole number of unit (bytes,
+// calls); an absent column, or an empty field of an optional one, is 0.
+func parseWhole(rec []string, i int, col, unit string, optional bool) (uint64, error) {
 	if i < 0 {
 		return 0, nil
 	}
@@ -170,18 +172,7 @@ func parseBytes(rec []string, i int, col string, optional bool) (uint64, error) 
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s %q is not a whole number of bytes", col, rec[i])
-	}
-	return v, nil
-}
-
-func parseCount(rec []string, i int, col string) (uint64, error) {
-	if i < 0 || strings.TrimSpace(rec[i]) == "" {
-		return 0, nil
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(rec[i]), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s %q is not a whole number of calls", col, rec[i])
+		return 0, fmt.Errorf("%s %q is not a whole number of %s", col, rec[i], unit)
 	}
 	return v, nil
 }

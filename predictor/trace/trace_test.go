@@ -19,6 +19,7 @@ func TestReadErrorsNameTheLine(t *testing.T) {
 		{"t,used_bytes\n", "no samples"},
 		{"t,used_bytes\n1,100\n2,abc\n", `x.csv:3: used_bytes "abc" is not a whole number`},
 		{"t,used_bytes\n1,100\n2,-5\n", `x.csv:3: used_bytes "-5"`},
+		{"t,used_bytes,driver_allocs\n1,100,3\n2,100,x\n", `x.csv:3: driver_allocs "x" is not a whole number of calls`},
 		{"t,used_bytes\n1,100\nNaN,5\n", `x.csv:3: t "NaN" is not a finite number`},
 		{"t,used_bytes\n1,100\n2,5,7\n", "x.csv:3: 3 fields, header has 2"},
 		{"t,used_bytes\n5,100\n4,100\n", "x.csv:3: t=4 goes back from 5"},
@@ -48,11 +49,14 @@ func TestReadOptionalColumnsAnyOrder(t *testing.T) {
 
 func TestWriteReadRoundTrip(t *testing.T) {
 	for _, cols := range [][2]bool{{false, false}, {true, true}} {
-		tr := trace.Trace{Name: "rt", HasRequested: cols[0], HasReserved: cols[1]}
+		tr := trace.Trace{Name: "rt", HasRequested: cols[0], HasReserved: cols[1], HasAllocs: cols[1]}
 		for i := range 50 {
 			r := trace.Row{T: float64(i) * 0.1, Used: uint64(i) << 30}
 			if cols[0] {
 				r.Requested, r.Reserved = r.Used*2, r.Used*3
+			}
+			if cols[1] {
+				r.Allocs = uint64(i) * 7
 			}
 			tr.Rows = append(tr.Rows, r)
 		}
