@@ -60,12 +60,13 @@ const noiseSD = 0.003
 // mark replays the run's memory series, one sample per iteration until the
 // OOM point, through a fresh predictor sized for the instance. It returns the
 // progress at which the predictor marks the run and the profile it
-// recommends, or false when it does not mark before the OOM or the end.
-func (s *sizer) mark(j *jobState, on Profile, oomAt float64) (float64, Profile, bool) {
+// recommends and the peak it forecast, or false when it does not mark before
+// the OOM or the end.
+func (s *sizer) mark(j *jobState, on Profile, oomAt float64) (float64, Profile, uint64, bool) {
 	iters := j.job.iters()
 	pr, err := predictor.New(predictor.Config{Capacity: on.Memory, Horizon: float64(iters), Profiles: s.model.sizes})
 	if err != nil {
-		return 0, Profile{}, false
+		return 0, Profile{}, 0, false
 	}
 	rng := rand.New(rand.NewPCG(uint64(s.seed), uint64(j.idx)<<20|uint64(j.attempts)))
 	sd := noiseSD * float64(j.job.Mem.Peak)
@@ -83,9 +84,28 @@ func (s *sizer) mark(j *jobState, on Profile, oomAt float64) (float64, Profile, 
 		if !ok || !d.Fits {
 			prof = s.model.Full
 		}
-		return p, prof, true
+		return p, prof, d.Forecast, true
 	}
-	return 0, Profile{}, false
+	return 0, Profile{}, 0, false
+}
+
+// learnNeed records what a run that had to restart showed its workload
+// needs: the predictor's forecast when it marked the run, else (an OOM) more
+// than the instance it ran out of. Later runs of the same key, those already
+// waiting included, then start on a profile that holds it instead of
+// repeating the restart.
+func (s *sizer) learnNeed(j *Job, need uint64, now float64) error {
+	if j.Key == "" || need == 0 {
+		return nil
+	}
+	if old, ok := s.hist.Peak(j.Key); ok && old >= need {
+		return nil
+	}
+	at := time.Unix(0, 0).Add(time.Duration(now * float64(time.Second)))
+	if err := s.hist.Record(j.Key, need, at); err != nil {
+		return fmt.Errorf("record what %s needs: %w", j.Key, err)
+	}
+	return nil
 }
 
 // learn records a completed job's peak under its key, so later jobs of the

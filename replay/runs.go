@@ -46,6 +46,7 @@ type run struct {
 	gen                  uint64
 	oomAt, markAt        float64 // progress; above 1 when it never happens
 	markProfile          Profile
+	markNeed             uint64 // the predictor's forecast peak, bytes
 }
 
 func (e *engine) grant(j *jobState, g grant) {
@@ -93,8 +94,8 @@ func (e *engine) begin(r *run) {
 		r.oomAt = p
 	}
 	if e.pred != nil {
-		if p, prof, ok := e.pred.mark(r.j, r.g.profile, r.oomAt); ok {
-			r.markAt, r.markProfile = p, prof
+		if p, prof, need, ok := e.pred.mark(r.j, r.g.profile, r.oomAt); ok {
+			r.markAt, r.markProfile, r.markNeed = p, prof, need
 		}
 	}
 	r.slot.busy = append(r.slot.busy, r)
@@ -214,6 +215,20 @@ func (e *engine) end(r *run, outcome Outcome) error {
 	next := e.model.Grow(had)
 	if outcome == Marked && r.markProfile.Memory > had.Memory {
 		next = r.markProfile
+	}
+	if e.pred != nil {
+		// The key's history learns from the restart, and the next run
+		// starts on at least what it now says.
+		need := had.Memory + 1
+		if outcome == Marked {
+			need = max(need, r.markNeed)
+		}
+		if err := e.pred.learnNeed(j.job, need, e.now); err != nil {
+			return err
+		}
+		if p := e.pred.initial(j.job); p.Memory > next.Memory {
+			next = p
+		}
 	}
 	if next.Memory <= had.Memory {
 		return fmt.Errorf("job %s ran out of memory on %s, the largest profile", j.job.ID, had.Name)

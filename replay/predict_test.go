@@ -1,0 +1,42 @@
+package replay
+
+import "testing"
+
+// A restart teaches the key's history what the workload needs, and runs of
+// the same workload that have not started yet begin on a profile that holds
+// it. On one A100 two blockers leave room for one small instance. chat-1
+// declares 3 GiB (a 1g.5gb) but grows to 8 GiB: the predictor moves it up.
+// chat-2 queued behind it before that and chat-3 arrives after it: both
+// start on the larger profile, so the workload restarts once, not three
+// times.
+func TestRestartTeachesWaitingRunsOfTheWorkload(t *testing.T) {
+	chat := func(id string, arrival float64) Job {
+		return Job{ID: id, Key: "chat", Arrival: arrival, FullRuntime: 100, Scaling: 0,
+			Mem: Memory{Start: 3 * GiB, Peak: 8 * GiB, GrowTo: 1}, Declared: 3 * GiB}
+	}
+	jobs := []Job{
+		{ID: "b4", Key: "b4", FullRuntime: 1000, Scaling: 1, Mem: Fixed(10 * GiB), Profile: "4g.20gb"},
+		{ID: "b2", Key: "b2", FullRuntime: 1000, Scaling: 1, Mem: Fixed(5 * GiB), Profile: "2g.10gb"},
+		chat("chat-1", 0), chat("chat-2", 1), chat("chat-3", 60),
+	}
+	cfg := oneGPU
+	cfg.Seed = 3
+	r := simRun(t, jobs, cfg, policy(t, "migpro+predict"))
+	first := map[string]string{}
+	for _, run := range r.Runs {
+		if run.Job == "chat-1" && run.Outcome == Finished {
+			first["chat-1"] = run.Profile
+		}
+	}
+	for i := len(r.Runs) - 1; i >= 0; i-- {
+		first[r.Runs[i].Job+"/first"] = r.Runs[i].Profile
+	}
+	if r.Restarts != 1 {
+		t.Errorf("%d restarts, want 1 (chat-1's): runs %+v", r.Restarts, r.Runs)
+	}
+	for _, id := range []string{"chat-2", "chat-3"} {
+		if got := first[id+"/first"]; got == "1g.5gb" || got == "" {
+			t.Errorf("%s first ran on %q, want what chat-1 was moved to (%s)", id, got, first["chat-1"])
+		}
+	}
+}
