@@ -160,6 +160,23 @@ func TestLowerBoundByHand(t *testing.T) {
 	if got := LowerBound(jobs, m, 1); math.Abs(got-150) > 1e-9 {
 		t.Errorf("bound with a late arrival %v, want 150", got)
 	}
+	// Memory slots bound it too: a 1g.10gb uses one of the 7 compute slices
+	// but two of the 8 memory slots, so eight 8 GiB jobs of 100 s need 1,600
+	// slot-seconds (200 s), not 800 slice-seconds (114 s). Four at a time is
+	// what the GPU holds, so 200 s is also what every policy reaches.
+	var mem []Job
+	for i := 0; i < 8; i++ {
+		mem = append(mem, Job{ID: string(rune('a' + i)), FullRuntime: 100, Mem: Fixed(8 * GiB)})
+	}
+	if got := LowerBound(mem, m, 1); math.Abs(got-200) > 1e-9 {
+		t.Errorf("bound of eight 1g.10gb jobs %v, want 200 (memory slots)", got)
+	}
+	cfg := oneGPU
+	for _, pol := range []string{"first-fit", "migpro"} {
+		if r := simRun(t, mem, cfg, policy(t, pol)); math.Abs(r.Makespan-200) > 1e-9 || math.Abs(r.Ratio-1) > 1e-9 {
+			t.Errorf("%s: makespan %v (÷ bound %v), want 200 (1.00)", pol, r.Makespan, r.Ratio)
+		}
+	}
 	// A compute-bound job needing 30 GiB only fits the whole GPU: 7 × 100.
 	big := []Job{{ID: "big", FullRuntime: 100, Scaling: 1, Mem: Fixed(30 * GiB)}}
 	if got := LowerBound(big, m, 2); math.Abs(got-100) > 1e-9 {

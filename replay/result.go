@@ -70,26 +70,31 @@ func percentile(xs []float64, q float64) float64 {
 
 // LowerBound is a makespan no policy can beat, in FAR's manner: every job
 // needs at least its minimum slice-seconds (over the profiles that hold its
-// peak), and the cluster offers slices × GPUs per second. Arrivals sharpen
-// it: the work arriving at or after time a cannot finish before a plus that
-// work over the cluster's slices, and no job finishes before its arrival
-// plus its shortest run time. Reconfiguration time and restarts are left
-// out, so the bound is optimistic for every policy alike.
+// peak), and the cluster offers slices × GPUs per second. MIG adds a second
+// resource: instances on a GPU hold disjoint memory slots, so the jobs'
+// minimum slot-seconds over the cluster's slots bound it too, and the
+// larger of the two counts. Arrivals sharpen it: the work arriving at or
+// after time a cannot finish before a plus that work over the cluster's
+// slices (or slots), and no job finishes before its arrival plus its
+// shortest run time. Reconfiguration time and restarts are left out, so the
+// bound is optimistic for every policy alike.
 func LowerBound(jobs []Job, model *Model, gpus int) float64 {
 	if len(jobs) == 0 || gpus <= 0 {
 		return 0
 	}
-	capacity := float64(model.Slices * gpus)
+	slices := float64(model.Slices * gpus)
+	slots := float64(model.Slots * gpus)
 	order := make([]int, len(jobs))
 	for i := range order {
 		order[i] = i
 	}
 	sort.Slice(order, func(a, b int) bool { return jobs[order[a]].Arrival < jobs[order[b]].Arrival })
-	lb, suffix := 0.0, 0.0
+	lb, sliceWork, slotWork := 0.0, 0.0, 0.0
 	for k := len(order) - 1; k >= 0; k-- {
 		j := &jobs[order[k]]
-		suffix += model.MinSliceSeconds(j)
-		lb = max(lb, j.Arrival+suffix/capacity, j.Arrival+model.MinRuntime(j))
+		sliceWork += model.MinSliceSeconds(j)
+		slotWork += model.MinSlotSeconds(j)
+		lb = max(lb, j.Arrival+sliceWork/slices, j.Arrival+slotWork/slots, j.Arrival+model.MinRuntime(j))
 	}
 	return lb
 }
