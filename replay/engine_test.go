@@ -143,6 +143,25 @@ func TestLowerBoundNeverAboveMakespan(t *testing.T) {
 			}
 		}
 	}
+	// Mixed nodes, where jobs only the H100 holds get a bound of their own.
+	for _, node := range []string{"a100-40gb:2,h100-80gb:1", "a100-40gb:1,h100-80gb:1"} {
+		m, err := LoadModel(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"online", "mixed", "llm"} {
+			jobs, err := Generate(MixSpec{Name: name, Jobs: 80, Seed: 4, GPUs: m.GPUsPerNode()}, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pol := range []string{"first-fit", "reachability", "migpro", "migpro+predict"} {
+				r := simRun(t, jobs, Config{Model: node, Nodes: 1, GPUsPerNode: m.GPUsPerNode(), NoNVMLCost: true, Seed: 4}, policy(t, pol))
+				if r.LowerBound <= 0 || r.LowerBound > r.Makespan+1e-9 {
+					t.Errorf("%s on %s, %s: lower bound %v, makespan %v", name, node, pol, r.LowerBound, r.Makespan)
+				}
+			}
+		}
+	}
 }
 
 func TestLowerBoundByHand(t *testing.T) {
@@ -176,6 +195,20 @@ func TestLowerBoundByHand(t *testing.T) {
 		if r := simRun(t, mem, cfg, policy(t, pol)); math.Abs(r.Makespan-200) > 1e-9 || math.Abs(r.Ratio-1) > 1e-9 {
 			t.Errorf("%s: makespan %v (÷ bound %v), want 200 (1.00)", pol, r.Makespan, r.Ratio)
 		}
+	}
+	// On a node of one A100-40GB and one H100-80GB, two compute-bound 60 GiB
+	// jobs of 100 s fit only the H100's whole GPU: 200 s, though the node's
+	// 14 slices would do their 1,400 slice-seconds in 100.
+	mixed, err := LoadModel("a100-40gb:1,h100-80gb:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h100 := []Job{
+		{ID: "x", FullRuntime: 100, Scaling: 1, Mem: Fixed(60 * GiB)},
+		{ID: "y", FullRuntime: 100, Scaling: 1, Mem: Fixed(60 * GiB)},
+	}
+	if got := LowerBound(h100, mixed, 2); math.Abs(got-200) > 1e-9 {
+		t.Errorf("bound of two H100-only jobs %v, want 200", got)
 	}
 	// A compute-bound job needing 30 GiB only fits the whole GPU: 7 × 100.
 	big := []Job{{ID: "big", FullRuntime: 100, Scaling: 1, Mem: Fixed(30 * GiB)}}

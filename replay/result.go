@@ -72,29 +72,92 @@ func percentile(xs []float64, q float64) float64 {
 // needs at least its minimum slice-seconds (over the profiles that hold its
 // peak), and the cluster offers slices × GPUs per second. MIG adds a second
 // resource: instances on a GPU hold disjoint memory slots, so the jobs'
-// minimum slot-seconds over the cluster's slots bound it too, and the
-// larger of the two counts. Arrivals sharpen it: the work arriving at or
-// after time a cannot finish before a plus that work over the cluster's
-// slices (or slots), and no job finishes before its arrival plus its
-// shortest run time. Reconfiguration time and restarts are left out, so the
-// bound is optimistic for every policy alike.
+// minimum slot-seconds over the cluster's slots bound it too. On a mixed
+// node, a job only one model can hold (a 40 GB request beside 40 GB A100s
+// fits only the H100s) must run on that model's GPUs, so those jobs' work
+// over those GPUs bounds it as well. The largest of the bounds counts.
+// Arrivals sharpen each: the work arriving at or after time a cannot finish
+// before a plus that work over its capacity, and no job finishes before its
+// arrival plus its shortest run time. Reconfiguration time and restarts are
+// left out, so the bound is optimistic for every policy alike.
 func LowerBound(jobs []Job, model *Model, gpus int) float64 {
 	if len(jobs) == 0 || gpus <= 0 {
 		return 0
 	}
-	slices := float64(model.Slices * gpus)
-	slots := float64(model.Slots * gpus)
 	order := make([]int, len(jobs))
 	for i := range order {
 		order[i] = i
 	}
 	sort.Slice(order, func(a, b int) bool { return jobs[order[a]].Arrival < jobs[order[b]].Arrival })
-	lb, sliceWork, slotWork := 0.0, 0.0, 0.0
+	pools := boundPools(model, gpus)
+	lb := 0.0
 	for k := len(order) - 1; k >= 0; k-- {
 		j := &jobs[order[k]]
-		sliceWork += model.MinSliceSeconds(j)
-		slotWork += model.MinSlotSeconds(j)
-		lb = max(lb, j.Arrival+sliceWork/slices, j.Arrival+slotWork/slots, j.Arrival+model.MinRuntime(j))
+		for i := range pools {
+			lb = max(lb, pools[i].add(j, model))
+		}
+		lb = max(lb, j.Arrival+model.MinRuntime(j))
 	}
 	return lb
+}
+
+// boundPool is a set of GPUs and the work only they can do, summed from the
+// latest arrival back.
+type boundPool struct {
+	// only is the model the pool's jobs are confined to; nil for the whole
+	// cluster, which every job counts toward.
+	only              *Model
+	slices, slots     float64
+	sliceWork, slotWk float64
+}
+
+// add counts j toward the pool if it belongs there and returns the pool's
+// bound for the jobs arriving at or after j.
+func (p *boundPool) add(j *Job, model *Model) float64 {
+	on := model
+	if p.only != nil {
+		if onlyModel(model, j) != p.only {
+			return 0
+		}
+		on = p.only
+	}
+	p.sliceWork += on.MinSliceSeconds(j)
+	p.slotWk += on.MinSlotSeconds(j)
+	return j.Arrival + max(p.sliceWork/p.slices, p.slotWk/p.slots)
+}
+
+// boundPools is the whole cluster and, on a mixed node, each model's GPUs.
+func boundPools(model *Model, gpus int) []boundPool {
+	pools := []boundPool{{slices: float64(model.Slices * gpus), slots: float64(model.Slots * gpus)}}
+	if model.perGPU == nil {
+		return pools
+	}
+	nodes := gpus / len(model.perGPU)
+	count := map[*Model]int{}
+	for _, gm := range model.perGPU {
+		count[gm]++
+	}
+	for _, gm := range model.perGPU {
+		if n := count[gm]; n > 0 {
+			pools = append(pools, boundPool{only: gm, slices: float64(gm.Slices * n * nodes), slots: float64(gm.Slots * n * nodes)})
+			count[gm] = 0
+		}
+	}
+	return pools
+}
+
+// onlyModel is the one GPU model of a mixed node that can hold j's peak,
+// or nil when several can.
+func onlyModel(model *Model, j *Job) *Model {
+	var only *Model
+	for _, gm := range model.perGPU {
+		if gm == only || gm.Largest() < j.Mem.Peak {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = gm
+	}
+	return only
 }
