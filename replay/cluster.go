@@ -211,16 +211,7 @@ func (m *Model) Grow(cur Profile) Profile {
 // MinSliceSeconds is the least slice-seconds a job can run in: over every
 // profile that holds its peak, slices × run time there.
 func (m *Model) MinSliceSeconds(j *Job) float64 {
-	best := -1.0
-	for _, p := range m.Profiles {
-		if p.Memory < j.Mem.Peak {
-			continue
-		}
-		if ss := float64(p.Slices) * j.Runtime(p.Slices, m.Slices); best < 0 || ss < best {
-			best = ss
-		}
-	}
-	return best
+	return leastOver(m.Profiles, j, func(p Profile) float64 { return float64(p.Slices) * j.Runtime(p.Slices, m.Slices) })
 }
 
 // MinSlotSeconds is the least memory-slot-seconds a job can run in: over
@@ -235,13 +226,9 @@ func (m *Model) MinSlotSeconds(j *Job) float64 {
 	}
 	best := -1.0
 	for _, gm := range models {
-		for _, p := range gm.Profiles {
-			if p.Memory < j.Mem.Peak {
-				continue
-			}
-			if ss := float64(p.Slots) * j.Runtime(p.Slices, m.Slices); best < 0 || ss < best {
-				best = ss
-			}
+		ss := leastOver(gm.Profiles, j, func(p Profile) float64 { return float64(p.Slots) * j.Runtime(p.Slices, m.Slices) })
+		if ss >= 0 && (best < 0 || ss < best) {
+			best = ss
 		}
 	}
 	return best
@@ -249,13 +236,19 @@ func (m *Model) MinSlotSeconds(j *Job) float64 {
 
 // MinRuntime is the shortest a job can run on any instance holding its peak.
 func (m *Model) MinRuntime(j *Job) float64 {
+	return leastOver(m.Profiles, j, func(p Profile) float64 { return j.Runtime(p.Slices, m.Slices) })
+}
+
+// leastOver is the least cost over the profiles that hold j's peak; -1 when
+// none does.
+func leastOver(profiles []Profile, j *Job, cost func(Profile) float64) float64 {
 	best := -1.0
-	for _, p := range m.Profiles {
+	for _, p := range profiles {
 		if p.Memory < j.Mem.Peak {
 			continue
 		}
-		if rt := j.Runtime(p.Slices, m.Slices); best < 0 || rt < best {
-			best = rt
+		if c := cost(p); best < 0 || c < best {
+			best = c
 		}
 	}
 	return best
