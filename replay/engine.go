@@ -19,8 +19,11 @@ type jobState struct {
 	// queue bookkeeping: its sort key, and whether it must be offered to
 	// every node (new, restarted, or passed over by strict FIFO) rather
 	// than only to nodes that changed.
-	key        [4]float64
-	waitSince  float64 // when it last entered the queue
+	key       [4]float64
+	waitSince float64 // when it last entered the queue
+	// sized is what the estimator's history had learned (sizer.learned)
+	// when the job's first profile was last chosen.
+	sized      uint64
 	needAll    bool
 	attempts   int
 	done       bool
@@ -296,6 +299,9 @@ func (e *engine) handle(ev event) error {
 	case evArrive:
 		j := ev.j
 		j.profile = e.initialProfile(j.job)
+		if e.pred != nil {
+			j.sized = e.pred.learned
+		}
 		e.enqueue(j)
 	case evStart:
 		e.begin(ev.r)

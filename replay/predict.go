@@ -21,6 +21,9 @@ type sizer struct {
 	est   *estimator.Estimator
 	hist  *estimator.History
 	seed  int64
+	// learned counts the history's changes, so a waiting job is re-sized
+	// only when something was learned since it last was.
+	learned uint64
 }
 
 func newSizer(model *Model, dir string, seed int64) (*sizer, error) {
@@ -105,6 +108,7 @@ func (s *sizer) learnNeed(j *Job, need uint64, now float64) error {
 	if err := s.hist.Record(j.Key, need, at); err != nil {
 		return fmt.Errorf("record what %s needs: %w", j.Key, err)
 	}
+	s.learned++
 	return nil
 }
 
@@ -123,5 +127,6 @@ func (s *sizer) learn(j *Job, now float64) error {
 	if err := s.hist.Record(j.Key, j.Mem.Peak, at); err != nil {
 		return fmt.Errorf("record peak of %s: %w", j.Key, err)
 	}
+	s.learned++
 	return nil
 }

@@ -65,12 +65,13 @@ func (e *engine) serve() error {
 		if e.pol.Order == FIFO && i > 0 {
 			j.needAll = true // it was waiting behind the order, not for room
 		}
-		if e.pred != nil && j.attempts == 0 {
+		if e.pred != nil && j.attempts == 0 && j.sized != e.pred.learned {
 			// Earlier runs of its workload may have shown, since it
 			// queued, that its first profile is too small.
 			if p := e.pred.initial(j.job); p.Memory > j.profile.Memory {
 				j.profile, j.needAll = p, true
 			}
+			j.sized = e.pred.learned
 		}
 		nodes := dirty
 		if j.needAll {
