@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/migpro/migpro/demand"
 	"github.com/migpro/migpro/e2e/harness"
@@ -305,16 +306,25 @@ func TestClusterDemandClaimRace(t *testing.T) {
 	defer cancel()
 	nodes := []string{"race-a", "race-b"}
 	for _, n := range nodes {
-		node, err := cl.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := cl.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create node %s: %v", n, err)
 		}
 		// Ready, or each source would take the other's claims as stale
 		// (the test ends long before the node controller's grace period).
-		now := metav1.Now()
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-			Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
-		if _, err := cl.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		// The node controller writes the new node too (its taints), so the
+		// update is retried on a conflict from the latest version.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := cl.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			now := metav1.Now()
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+				Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
+			_, err = cl.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatalf("node %s Ready: %v", n, err)
 		}
 	}

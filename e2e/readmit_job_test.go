@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/readmit"
@@ -145,8 +146,18 @@ func finishEvicted(t *testing.T, cl *harness.Cluster, old *corev1.Pod) {
 	if !disrupted || p.DeletionTimestamp == nil {
 		t.Fatalf("evicted pod: deletion %v, conditions %+v: want terminating with DisruptionTarget", p.DeletionTimestamp, p.Status.Conditions)
 	}
-	p.Status.Phase = corev1.PodFailed
-	if _, err := cl.Client.CoreV1().Pods(readmitNS).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+	// The job controller writes the pod too (its tracking finalizer), so
+	// the status is written again from the latest version on a conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := cl.Client.CoreV1().Pods(readmitNS).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Phase = corev1.PodFailed
+		_, err = cl.Client.CoreV1().Pods(readmitNS).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("report the evicted pod Failed: %v", err)
 	}
 	zero := int64(0)

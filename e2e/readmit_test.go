@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/client"
@@ -222,13 +223,22 @@ func waitTrainerPod(t *testing.T, cs kubernetes.Interface, not types.UID) *corev
 // reportRunning writes the status a kubelet would: Running and Ready.
 func reportRunning(t *testing.T, cs kubernetes.Interface, p *corev1.Pod) *corev1.Pod {
 	t.Helper()
-	now := metav1.Now()
-	p = p.DeepCopy()
-	p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &now
-	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now})
-	}
-	out, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+	// Controllers may write the pod meanwhile: on a conflict the status is
+	// written again from the latest version.
+	var out *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := cs.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		cur.Status.Phase, cur.Status.StartTime = corev1.PodRunning, &now
+		for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+			cur.Status.Conditions = append(cur.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now})
+		}
+		out, err = cs.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatalf("report pod running: %v", err)
 	}
