@@ -98,34 +98,29 @@ func (s *sizer) mark(j *jobState, on Profile, oomAt float64) (float64, Profile, 
 // waiting included, then start on a profile that holds it instead of
 // repeating the restart.
 func (s *sizer) learnNeed(j *Job, need uint64, now float64) error {
-	if j.Key == "" || need == 0 {
-		return nil
-	}
-	if old, ok := s.hist.Peak(j.Key); ok && old >= need {
-		return nil
-	}
-	at := time.Unix(0, 0).Add(time.Duration(now * float64(time.Second)))
-	if err := s.hist.Record(j.Key, need, at); err != nil {
-		return fmt.Errorf("record what %s needs: %w", j.Key, err)
-	}
-	s.learned++
-	return nil
+	return s.record(j.Key, need, now)
 }
 
 // learn records a completed job's peak under its key, so later jobs of the
-// same workload start on a profile that holds it. The store is written only
-// when the peak grows (it keeps the maximum anyway), which keeps a long
-// stream from rewriting the file on every completion.
+// same workload start on a profile that holds it.
 func (s *sizer) learn(j *Job, now float64) error {
-	if j.Key == "" {
+	return s.record(j.Key, j.Mem.Peak, now)
+}
+
+// record writes bytes as key's peak when it is larger than the one held.
+// The store is written only when the peak grows (it keeps the maximum
+// anyway), which keeps a long stream from rewriting the file on every
+// completion.
+func (s *sizer) record(key string, bytes uint64, now float64) error {
+	if key == "" || bytes == 0 {
 		return nil
 	}
-	if old, ok := s.hist.Peak(j.Key); ok && old >= j.Mem.Peak {
+	if old, ok := s.hist.Peak(key); ok && old >= bytes {
 		return nil
 	}
 	at := time.Unix(0, 0).Add(time.Duration(now * float64(time.Second)))
-	if err := s.hist.Record(j.Key, j.Mem.Peak, at); err != nil {
-		return fmt.Errorf("record peak of %s: %w", j.Key, err)
+	if err := s.hist.Record(key, bytes, at); err != nil {
+		return fmt.Errorf("record the peak of %s: %w", key, err)
 	}
 	s.learned++
 	return nil

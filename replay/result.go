@@ -106,9 +106,9 @@ func LowerBound(jobs []Job, model *Model, gpus int) float64 {
 type boundPool struct {
 	// only is the model the pool's jobs are confined to; nil for the whole
 	// cluster, which every job counts toward.
-	only              *Model
-	slices, slots     float64
-	sliceWork, slotWk float64
+	only                *Model
+	slices, slots       float64
+	sliceWork, slotWork float64
 }
 
 // add counts j toward the pool if it belongs there and returns the pool's
@@ -122,8 +122,8 @@ func (p *boundPool) add(j *Job, model *Model) float64 {
 		on = p.only
 	}
 	p.sliceWork += on.MinSliceSeconds(j)
-	p.slotWk += on.MinSlotSeconds(j)
-	return j.Arrival + max(p.sliceWork/p.slices, p.slotWk/p.slots)
+	p.slotWork += on.MinSlotSeconds(j)
+	return j.Arrival + max(p.sliceWork/p.slices, p.slotWork/p.slots)
 }
 
 // boundPools is the whole cluster and, on a mixed node, each model's GPUs.
