@@ -3,14 +3,16 @@
 package e2e
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/e2e/harness"
@@ -44,22 +46,30 @@ spec:
 `, name, harness.BusyboxImageName, script, resource)
 }
 
-// registeredDevices reads the kubelet's device-plugin checkpoint: the device
-// IDs the kubelet has registered for a resource.
-func registeredDevices(resource string) []string {
-	b, err := os.ReadFile(filepath.Join(harness.DevicePluginDir, "kubelet_internal_checkpoint"))
+// registeredDevices asks the kubelet which devices of a resource it holds
+// as allocatable (PodResources GetAllocatableResources: its in-memory view
+// of what the plugins advertised). The kubelet's device-plugin checkpoint
+// file is not a substitute: the kubelet writes it outside its lock, so two
+// quick updates of one resource can leave the older list on disk for good.
+func registeredDevices(socket, resource string) []string {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil
 	}
-	var cp struct {
-		Data struct {
-			RegisteredDevices map[string][]string
-		}
-	}
-	if json.Unmarshal(b, &cp) != nil {
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := podresourcesv1.NewPodResourcesListerClient(conn).GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{})
+	if err != nil {
 		return nil
 	}
-	return cp.Data.RegisteredDevices[resource]
+	var ids []string
+	for _, d := range resp.GetDevices() {
+		if d.GetResourceName() == resource {
+			ids = append(ids, d.GetDeviceIds()...)
+		}
+	}
+	return ids
 }
 
 // within polls cond until it holds or timeout passes, and reports which.
@@ -122,9 +132,10 @@ func TestAgentKubelet(t *testing.T) {
 	a := startAgent(t, "a100-40gb",
 		"--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
 		"--warm-pool", "1g.5gb=2", "--assign-grace", "3s")
-	if !within(30*time.Second, func() bool { return len(registeredDevices(migResource)) == 2 }) {
+	sock := k.PodResourcesSocket()
+	if !within(30*time.Second, func() bool { return len(registeredDevices(sock, migResource)) == 2 }) {
 		t.Fatalf("timed out after 30s waiting for two 1g.5gb registered with the kubelet (registered %v)\nagent log:\n%s\nkubelet log:\n%s",
-			registeredDevices(migResource), a.logTail(), tail(k.Log(), 6000))
+			registeredDevices(sock, migResource), a.logTail(), tail(k.Log(), 6000))
 	}
 
 	// Two pods get two different instances, and see them.
@@ -151,11 +162,11 @@ func TestAgentKubelet(t *testing.T) {
 
 	// A kubelet restart: the plugin re-registers and a later pod still gets
 	// a device.
-	before := time.Now()
+	// The restarted kubelet knows only what the plugin registered with it
+	// since.
 	k.Restart(t)
 	eventually(t, "re-registration after the kubelet restart", 60*time.Second, func() bool {
-		fi, err := os.Stat(filepath.Join(harness.DevicePluginDir, "kubelet_internal_checkpoint"))
-		return err == nil && fi.ModTime().After(before) && len(registeredDevices(migResource)) >= 2
+		return len(registeredDevices(sock, migResource)) >= 2
 	})
 	k.WriteStaticPod(t, "p3", migPod("p3"))
 	u3 := podUUID(t, k, "p3")
@@ -177,7 +188,7 @@ func TestAgentKubelet(t *testing.T) {
 		t.Fatal("p2 lost its instance")
 	}
 	eventually(t, "devices advertised again after the agent restart", 60*time.Second, func() bool {
-		reg := registeredDevices(migResource)
+		reg := registeredDevices(sock, migResource)
 		return contains(reg, u2) && contains(reg, u3)
 	})
 	k.WriteStaticPod(t, "p4", migPod("p4"))
