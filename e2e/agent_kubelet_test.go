@@ -84,14 +84,6 @@ func within(timeout time.Duration, cond func() bool) bool {
 	return true
 }
 
-// tail is the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	if !within(timeout, cond) {

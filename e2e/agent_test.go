@@ -145,13 +145,17 @@ func (a *agentProc) crashAndRestart(t *testing.T) {
 	a.start(t)
 }
 
-func (a *agentProc) logTail() string {
-	b, _ := os.ReadFile(a.log)
-	s := string(b)
-	if len(s) > 4000 {
-		s = s[len(s)-4000:]
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
 	}
 	return s
+}
+
+func (a *agentProc) logTail() string {
+	b, _ := os.ReadFile(a.log)
+	return tail(string(b), 4000)
 }
 
 // migctl runs the migctl binary against this agent.

@@ -9,10 +9,9 @@ import (
 )
 
 // FuzzObserve feeds arbitrary samples, NaN and infinite times and allocation
-// counts that go backwards included, to migpro with the agent's settings
-// and to the baseline: the
-// predictor must never panic, never mark twice, and never report a
-// forecast that is not a number.
+// counts that go backwards included, to migpro with the agent's settings and
+// to the baseline: the predictor must never panic, never mark twice, and
+// never report a forecast that is not a number.
 func FuzzObserve(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}, uint64(1<<30), false)
 	f.Fuzz(func(t *testing.T, data []byte, capacity uint64, baseline bool) {

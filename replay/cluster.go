@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,21 @@ type Model struct {
 // GPUsPerNode is how many GPUs a mixed node spec names; 0 for one model
 // (the count comes from Config.GPUsPerNode).
 func (m *Model) GPUsPerNode() int { return len(m.perGPU) }
+
+// gpuModels are the distinct models of a node's GPUs, in node order: m
+// itself when every GPU is m.
+func (m *Model) gpuModels() []*Model {
+	if m.perGPU == nil {
+		return []*Model{m}
+	}
+	var out []*Model
+	for _, gm := range m.perGPU {
+		if !slices.Contains(out, gm) {
+			out = append(out, gm)
+		}
+	}
+	return out
+}
 
 // gpuModel is the model of a node's GPU li.
 func (m *Model) gpuModel(li int) *Model {
@@ -220,12 +236,8 @@ func (m *Model) MinSliceSeconds(j *Job) float64 {
 // two of the eight memory slots, so memory, not compute, bounds how many
 // such runs a GPU holds at once.
 func (m *Model) MinSlotSeconds(j *Job) float64 {
-	models := m.perGPU
-	if models == nil {
-		models = []*Model{m}
-	}
 	best := -1.0
-	for _, gm := range models {
+	for _, gm := range m.gpuModels() {
 		ss := leastOver(gm.Profiles, j, func(p Profile) float64 { return float64(p.Slots) * j.Runtime(p.Slices, m.Slices) })
 		if ss >= 0 && (best < 0 || ss < best) {
 			best = ss

@@ -92,26 +92,14 @@ func (s *sizer) mark(j *jobState, on Profile, oomAt float64) (float64, Profile, 
 	return 0, Profile{}, 0, false
 }
 
-// learnNeed records what a run that had to restart showed its workload
-// needs: the predictor's forecast when it marked the run, else (an OOM) more
-// than the instance it ran out of. Later runs of the same key, those already
-// waiting included, then start on a profile that holds it instead of
-// repeating the restart.
-func (s *sizer) learnNeed(j *Job, need uint64, now float64) error {
-	return s.record(j.Key, need, now)
-}
-
-// learn records a completed job's peak under its key, so later jobs of the
-// same workload start on a profile that holds it.
-func (s *sizer) learn(j *Job, now float64) error {
-	return s.record(j.Key, j.Mem.Peak, now)
-}
-
-// record writes bytes as key's peak when it is larger than the one held.
-// The store is written only when the peak grows (it keeps the maximum
-// anyway), which keeps a long stream from rewriting the file on every
-// completion.
-func (s *sizer) record(key string, bytes uint64, now float64) error {
+// learn records bytes as what key's workload needs, when it is more than
+// the history holds: a completed run's peak, or what a run that had to
+// restart showed (the predictor's forecast when it moved the run, else more
+// than the instance it ran out of). Later runs of the same key, those
+// already waiting included, then start on a profile that holds it. The store
+// is written only when the peak grows (it keeps the maximum anyway), which
+// keeps a long stream from rewriting the file on every completion.
+func (s *sizer) learn(key string, bytes uint64, now float64) error {
 	if key == "" || bytes == 0 {
 		return nil
 	}

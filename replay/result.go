@@ -93,8 +93,11 @@ func LowerBound(jobs []Job, model *Model, gpus int) float64 {
 	lb := 0.0
 	for k := len(order) - 1; k >= 0; k-- {
 		j := &jobs[order[k]]
+		only := onlyModel(model, j)
 		for i := range pools {
-			lb = max(lb, pools[i].add(j, model))
+			if p := &pools[i]; p.only == nil || p.only == only {
+				lb = max(lb, p.add(j))
+			}
 		}
 		lb = max(lb, j.Arrival+model.MinRuntime(j))
 	}
@@ -104,54 +107,50 @@ func LowerBound(jobs []Job, model *Model, gpus int) float64 {
 // boundPool is a set of GPUs and the work only they can do, summed from the
 // latest arrival back.
 type boundPool struct {
-	// only is the model the pool's jobs are confined to; nil for the whole
-	// cluster, which every job counts toward.
-	only                *Model
+	// model is the pool's GPU model: the node's for the whole cluster, which
+	// every job counts toward; on a mixed node one model's, set in only too,
+	// for the jobs no other model can hold.
+	model, only         *Model
 	slices, slots       float64
 	sliceWork, slotWork float64
 }
 
-// add counts j toward the pool if it belongs there and returns the pool's
-// bound for the jobs arriving at or after j.
-func (p *boundPool) add(j *Job, model *Model) float64 {
-	on := model
-	if p.only != nil {
-		if onlyModel(model, j) != p.only {
-			return 0
-		}
-		on = p.only
-	}
-	p.sliceWork += on.MinSliceSeconds(j)
-	p.slotWork += on.MinSlotSeconds(j)
+// add counts j toward the pool and returns the pool's bound for the jobs
+// arriving at or after j.
+func (p *boundPool) add(j *Job) float64 {
+	p.sliceWork += p.model.MinSliceSeconds(j)
+	p.slotWork += p.model.MinSlotSeconds(j)
 	return j.Arrival + max(p.sliceWork/p.slices, p.slotWork/p.slots)
 }
 
 // boundPools is the whole cluster and, on a mixed node, each model's GPUs.
 func boundPools(model *Model, gpus int) []boundPool {
-	pools := []boundPool{{slices: float64(model.Slices * gpus), slots: float64(model.Slots * gpus)}}
+	pools := []boundPool{{model: model, slices: float64(model.Slices * gpus), slots: float64(model.Slots * gpus)}}
 	if model.perGPU == nil {
 		return pools
 	}
 	nodes := gpus / len(model.perGPU)
-	count := map[*Model]int{}
-	for _, gm := range model.perGPU {
-		count[gm]++
-	}
-	for _, gm := range model.perGPU {
-		if n := count[gm]; n > 0 {
-			pools = append(pools, boundPool{only: gm, slices: float64(gm.Slices * n * nodes), slots: float64(gm.Slots * n * nodes)})
-			count[gm] = 0
+	for _, gm := range model.gpuModels() {
+		n := 0
+		for _, x := range model.perGPU {
+			if x == gm {
+				n++
+			}
 		}
+		pools = append(pools, boundPool{model: gm, only: gm, slices: float64(gm.Slices * n * nodes), slots: float64(gm.Slots * n * nodes)})
 	}
 	return pools
 }
 
 // onlyModel is the one GPU model of a mixed node that can hold j's peak,
-// or nil when several can.
+// or nil when several can (or the node has one model).
 func onlyModel(model *Model, j *Job) *Model {
+	if model.perGPU == nil {
+		return nil
+	}
 	var only *Model
-	for _, gm := range model.perGPU {
-		if gm == only || gm.Largest() < j.Mem.Peak {
+	for _, gm := range model.gpuModels() {
+		if gm.Largest() < j.Mem.Peak {
 			continue
 		}
 		if only != nil {

@@ -195,7 +195,7 @@ func (e *engine) end(r *run, outcome Outcome) error {
 		e.runN[r.g.profile.Name]++
 		j.done, j.completion = true, e.now
 		if e.pred != nil {
-			if err := e.pred.learn(j.job, e.now); err != nil {
+			if err := e.pred.learn(j.job.Key, j.job.Mem.Peak, e.now); err != nil {
 				return err
 			}
 		}
@@ -223,7 +223,7 @@ func (e *engine) end(r *run, outcome Outcome) error {
 		if outcome == Marked {
 			need = max(need, r.markNeed)
 		}
-		if err := e.pred.learnNeed(j.job, need, e.now); err != nil {
+		if err := e.pred.learn(j.job.Key, need, e.now); err != nil {
 			return err
 		}
 		if p := e.pred.initial(j.job); p.Memory > next.Memory {
