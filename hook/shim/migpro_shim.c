@@ -8,7 +8,10 @@
  *  - No heap allocation and no locks on the hot path: sizes live in a fixed,
  *    lock-free open-addressing table; counters are atomics.
  *  - Never blocks the caller: sends are MSG_DONTWAIT on an unconnected
- *    SOCK_DGRAM socket; a failed send is only counted ("dropped").
+ *    SOCK_DGRAM socket; a failed send is only counted ("dropped"). The one
+ *    exception is the exit sample, which nothing can follow: when the
+ *    agent's queue is full it is retried for at most EXIT_RETRY_MS, in
+ *    1 ms sleeps, from the exiting process's destructor.
  *  - Processes that never touch CUDA (the shell, coreutils...) pay nothing
  *    but the preload itself: all set-up is lazy, and they send nothing.
  *  - Never touches the program's descriptors: its socket sits on a high,
@@ -30,6 +33,7 @@
  *  MIGPRO_TELEMETRY_INTERVAL_MS  minimum gap between periodic samples (default 100)
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +47,8 @@
 #define WIRE_VERSION 1
 #define FLAG_PEAK 1u
 #define FLAG_EXIT 2u
+/* How long an exiting process waits for room in a full agent queue. */
+#define EXIT_RETRY_MS 100
 
 /* ---- atomics (GCC builtins: no libatomic needed for 64-bit on x86-64/arm64) */
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
@@ -149,7 +155,7 @@ void shim_reset_counters(void)
 	}
 }
 
-static void send_sample(unsigned flags)
+static void send_sample_raw(unsigned flags)
 {
 	shim_init();
 	int fd = shim_socket();
@@ -186,8 +192,26 @@ static void send_sample(unsigned flags)
 	put64(m + 56, fr);
 	put64(m + 64, LOAD(&total_mem));
 	put64(m + 72, 0);
-	if (shim_sendto(fd, m, sizeof m) < 0)
+	int r = shim_sendto(fd, m, sizeof m);
+	/* A full queue (the agent is behind, or starved of CPU) answers
+	 * EAGAIN. The exit sample carries the process's final counters and
+	 * its peak, and nothing comes after it: wait a little for room. */
+	for (int i = 0; r < 0 && errno == EAGAIN && (flags & FLAG_EXIT) && i < EXIT_RETRY_MS; i++) {
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+		r = shim_sendto(fd, m, sizeof m);
+	}
+	if (r < 0)
 		ADD(&dropped, 1);
+}
+
+/* send_sample keeps the program's errno: a failed send (no agent, a full
+ * queue) must not show through the intercepted call. */
+static void send_sample(unsigned flags)
+{
+	int saved = errno;
+	send_sample_raw(flags);
+	errno = saved;
 }
 
 /* maybe_send sends when the interval since the last sample has passed (one

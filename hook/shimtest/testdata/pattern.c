@@ -5,6 +5,9 @@
  *   free:I                                      free the I-th allocation (0-based) with its kind's free call
  *   info                                        cuMemGetInfo_v2
  *   sleep:MS                                    pause
+ *   mark                                        prints "mark" and flushes stdout
+ *   errno:N                                     sets errno to EDOM, allocates N and prints
+ *                                               "errno E" with errno after the call
  *   threads:T:K:N                               T threads, each K alloc/free pairs of N bytes
  *   grow:N:C:MS                                 C allocations of N bytes, MS ms apart; after each
  *                                               prints "grow I/C live=BYTES" (live: all held bytes)
@@ -27,6 +30,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -292,6 +296,14 @@ int main(int argc, char **argv)
 			reap(pid);
 		} else if (sscanf(a, "hijack:%llu", &x) == 1) {
 			hijack((int)x);
+		} else if (sscanf(a, "errno:%llu", &x) == 1) {
+			errno = EDOM;
+			check(api.alloc(&p, x), a), kind = 'a';
+			printf("errno %d\n", errno);
+			fflush(stdout);
+		} else if (strcmp(a, "mark") == 0) {
+			printf("mark\n");
+			fflush(stdout);
 		} else if (sscanf(a, "sleep:%llu", &x) == 1) {
 			pause_ms(x);
 		} else if (sscanf(a, "threads:%llu:%llu:%llu", &x, &y, &z) == 3) {
