@@ -89,13 +89,16 @@ func (a *Agent) OnContainerEnd(fn func(End)) {
 // onContainerEnd stops the container's predictor, records its peak, and
 // tells the OnContainerEnd subscribers.
 func (w *watch) onContainerEnd(reg telemetry.Registration, peak uint64) {
-	w.tracker.Stop(reg.ID)
+	// started goes first, then the predictor: a first sample's start that
+	// is still running then either sees started gone and stops what it
+	// started, or started its predictor before this Stop (watch.start).
 	w.mu.Lock()
 	_, marked := w.marks[reg.ID]
 	delete(w.started, reg.ID)
 	delete(w.marks, reg.ID)
 	subs := append([]func(End){}, w.onEnd...)
 	w.mu.Unlock()
+	w.tracker.Stop(reg.ID)
 	end := End{Container: reg, PeakBytes: peak, Marked: marked, Margin: w.margin()}
 	owner := ""
 	if len(reg.MIGUUIDs) > 0 {

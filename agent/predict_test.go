@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,6 +185,44 @@ func TestContainerEndRecordsWorkloadPeak(t *testing.T) {
 	}
 	if _, tracked := a.watch.tracker.Stop("ctr1"); tracked {
 		t.Fatal("predictor still tracking an ended container")
+	}
+}
+
+// A container that ends while its first sample is starting its predictor
+// (the poststop hook racing a poll) leaves neither a predictor nor any
+// per-container state behind, whichever side wins.
+func TestContainerEndRacingFirstSampleLeavesNothing(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.PollEvery = time.Hour // the test feeds the samples itself
+	e.cfg.Predictor = compressedTime
+	a := e.start(t)
+	c := runAgent(t, a)
+	r, err := c.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: "race"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		id := fmt.Sprintf("ctr%d", i)
+		register(t, a.cfg.Socket, id, r.UUID)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			a.watch.onSample(id, telemetry.Sample{At: time.Now(), UsedBytes: 1 << 30, Source: telemetry.SourceNVML})
+		}()
+		go func() {
+			defer wg.Done()
+			if err := a.watch.svc.Deregister(id); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		a.watch.mu.Lock()
+		_, started := a.watch.started[id]
+		a.watch.mu.Unlock()
+		if _, tracked := a.watch.tracker.Stop(id); tracked || started {
+			t.Fatalf("round %d: after the end, predictor tracked %v, start state kept %v", i, tracked, started)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -133,11 +134,8 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 	}
 	st.lastObservedAt = s.At
 	w.mu.Unlock()
-	if needStart {
-		if err := w.startPredictor(id); err != nil {
-			w.a.log.WithError(err).WithField("container", id).Warn("predictor not started")
-			return
-		}
+	if needStart && !w.start(id, st) {
+		return
 	}
 	if d, marked := w.tracker.Observe(id, predictor.Sample{T: t, Used: used, Requested: requested, Allocs: allocs}); marked {
 		w.mu.Lock()
@@ -179,10 +177,44 @@ func (w *watch) registration(id string) telemetry.Registration {
 	return telemetry.Registration{}
 }
 
+// start starts the predictor of container id on its first sample, st. The
+// container may end meanwhile (its poststop hook racing a poll): then
+// nothing stays behind, neither the predictor nor st. It reports whether
+// the predictor runs.
+func (w *watch) start(id string, st *watched) bool {
+	err := w.startPredictor(id)
+	w.mu.Lock()
+	current := w.started[id] == st
+	if err != nil && current {
+		delete(w.started, id)
+	}
+	w.mu.Unlock()
+	switch {
+	case errors.Is(err, errNotRegistered):
+		return false // ended before its first sample was handled
+	case err != nil:
+		w.a.log.WithError(err).WithField("container", id).Warn("predictor not started")
+		return false
+	case !current:
+		// onContainerEnd removed st before this start: its Stop may have
+		// come before the Start, so stop here.
+		w.tracker.Stop(id)
+		return false
+	}
+	return true
+}
+
+// errNotRegistered: the container is no longer in the telemetry service's
+// list.
+var errNotRegistered = errors.New("container not registered")
+
 // startPredictor sizes a container's predictor to its instance and the
 // profiles of its GPU.
 func (w *watch) startPredictor(id string) error {
 	reg := w.registration(id)
+	if reg.ID == "" {
+		return errNotRegistered
+	}
 	if len(reg.MIGUUIDs) == 0 {
 		return fmt.Errorf("container has no MIG instance")
 	}
