@@ -139,6 +139,10 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 	}
 	if d, marked := w.tracker.Observe(id, predictor.Sample{T: t, Used: used, Requested: requested, Allocs: allocs}); marked {
 		w.mu.Lock()
+		if w.started[id] != st {
+			w.mu.Unlock()
+			return // the container ended meanwhile: its mark has no one to move
+		}
 		w.marks[id] = d
 		subs := append([]func(Mark){}, w.onMark...)
 		w.mu.Unlock()
