@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus/hooks/test"
+
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/predictor"
@@ -223,6 +225,41 @@ func TestContainerEndRacingFirstSampleLeavesNothing(t *testing.T) {
 		if _, tracked := a.watch.tracker.Stop(id); tracked || started {
 			t.Fatalf("round %d: after the end, predictor tracked %v, start state kept %v", i, tracked, started)
 		}
+	}
+}
+
+// A registered container whose predictor cannot start (its instance is
+// gone) is tried on its first sample only: one warning, not one per sample.
+func TestPredictorNotStartedWarnsOnce(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.PollEvery = time.Hour // the test feeds the samples itself
+	log, hook := test.NewNullLogger()
+	a, err := New(e.cfg, WithNode(e.node), WithAssignments(e.pods), WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runAgent(t, a)
+	ctx := context.Background()
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb", Owner: "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(t, a.cfg.Socket, "ctr", r.UUID)
+	if err := c.Free(ctx, r.CDIName); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	for i := range 5 {
+		a.watch.onSample("ctr", telemetry.Sample{At: t0.Add(time.Duration(i) * time.Second), UsedBytes: 1 << 30, Source: telemetry.SourceNVML})
+	}
+	n := 0
+	for _, en := range hook.AllEntries() {
+		if en.Message == "predictor not started" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d \"predictor not started\" warnings for five samples, want 1", n)
 	}
 }
 

@@ -183,18 +183,20 @@ func (w *watch) registration(id string) telemetry.Registration {
 
 // start starts the predictor of container id on its first sample, st. The
 // container may end meanwhile (its poststop hook racing a poll): then
-// nothing stays behind, neither the predictor nor st. It reports whether
-// the predictor runs.
+// nothing stays behind, neither the predictor nor st. A container that
+// cannot have a predictor keeps st, so it is tried (and logged) once. It
+// reports whether the predictor runs.
 func (w *watch) start(id string, st *watched) bool {
 	err := w.startPredictor(id)
+	gone := errors.Is(err, errNotRegistered)
 	w.mu.Lock()
 	current := w.started[id] == st
-	if err != nil && current {
+	if gone && current {
 		delete(w.started, id)
 	}
 	w.mu.Unlock()
 	switch {
-	case errors.Is(err, errNotRegistered):
+	case gone:
 		return false // ended before its first sample was handled
 	case err != nil:
 		w.a.log.WithError(err).WithField("container", id).Warn("predictor not started")
