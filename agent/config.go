@@ -101,8 +101,9 @@ type Config struct {
 	ShimPath     string
 	TelemetryDir string
 	// PollEvery is how often each registered container's instance memory
-	// is read through NVML (default 1 s: the thesis polled every 0.1 s, a
-	// second keeps the agent cheap with hundreds of containers).
+	// is read through NVML (default 1 s: the shim's samples carry the
+	// fast changes, and a second keeps the agent cheap with hundreds of
+	// containers).
 	PollEvery time.Duration
 	// Predictor adjusts each container's predictor settings; nil means
 	// predictor.ForSeconds (2 s bins, a loading grace). Tests that run a

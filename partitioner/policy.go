@@ -101,8 +101,8 @@ func (Migpro) BetterReuse(a, b Candidate) bool {
 	return a.Start < b.Start
 }
 
-// Reachability is the thesis's policy, in two levels, kept to compare
-// against: it counts reachable layouts and ignores demand.
+// Reachability is the plain reachability count, in two levels, kept to
+// compare against: it counts reachable layouts and ignores demand.
 //
 // Across GPUs it packs: a GPU that already holds instances is preferred to an
 // empty one, so empty GPUs stay whole for large profiles (a 7g needs a whole

@@ -1,6 +1,6 @@
 package predictor
 
-// baseline is Algorithm 1 as the thesis states it, kept deliberately plain so
+// baseline is the plain algorithm, kept deliberately plain so
 // that every migpro addition can be measured against it:
 //   - least squares on the peak-since-start series, from the first sample;
 //   - forecast a·T+b+z·σ at the known horizon T;
@@ -66,7 +66,7 @@ func (b *baseline) step(p *Predictor, s Sample) (Decision, bool) {
 	}, true
 }
 
-// bound returns Algorithm 1's forecast at t, the central value without the
+// bound returns the baseline's forecast at t, the central value without the
 // z·σ term, and the standard deviation that term used.
 func (b *baseline) bound(p *Predictor, t float64) (upper, central, sd float64) {
 	z := p.cfg.Z

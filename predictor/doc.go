@@ -5,7 +5,7 @@
 // and without allocating, and returns a Decision exactly once: on the sample
 // where the container is marked. Two algorithms share that interface:
 //
-//   - Baseline is the thesis's Algorithm 1: a least-squares line through the
+//   - Baseline is the plain algorithm: a least-squares line through the
 //     peak-since-start series from the first sample, forecast a·T+b+z·σ at
 //     a known horizon T (times a fitted physical/requested ratio when the
 //     shim reports requested bytes), compared with capacity once the

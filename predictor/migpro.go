@@ -1,6 +1,6 @@
 package predictor
 
-// migpro extends Algorithm 1 where the thesis names its weak spots:
+// migpro extends the baseline where it is weak:
 //   - the fit covers only a sliding window of the peak series, so a warm-up
 //     ramp leaves it instead of tilting it for the whole run;
 //   - it fits four windows at once (Window, Window/2, Window/4, Window/8

@@ -107,7 +107,7 @@ func (p *Predictor) Observe(s Sample) (Decision, bool) {
 func (p *Predictor) Marked() (Decision, bool) { return p.decision, p.marked }
 
 // Forecast returns the algorithm's estimate of the peak at time t, and false
-// while it has too few samples to fit. For the baseline this is Algorithm 1's
+// while it has too few samples to fit. For the baseline this is its bound's
 // value (upper bound, reuse ratio applied, frozen at convergence); for migpro
 // it is the central estimate of the windowed fit.
 func (p *Predictor) Forecast(t float64) (float64, bool) {

@@ -245,7 +245,7 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 }
 
 // BenchmarkObserve is the per-sample cost. "baseline" stops fitting once it
-// converges, as Algorithm 1 does; "baseline-fitting" never converges, which
+// converges, as the plain algorithm does; "baseline-fitting" never converges, which
 // is its cost while it still learns.
 func BenchmarkObserve(b *testing.B) {
 	for _, v := range []struct {

@@ -34,7 +34,7 @@ type Sample struct {
 type Algorithm string
 
 const (
-	// Baseline is the thesis's Algorithm 1: a fit from the start, forecast at
+	// Baseline is the plain algorithm: a fit from the start, forecast at
 	// a known horizon, decided once at convergence.
 	Baseline Algorithm = "baseline"
 	// Migpro is the improved predictor: a windowed fit, time to OOM when the
@@ -42,7 +42,7 @@ const (
 	Migpro Algorithm = "migpro"
 )
 
-// Z99 is the two-sided 99% normal quantile the thesis uses for the bound.
+// Z99 is the two-sided 99% normal quantile of the forecast's upper bound.
 const Z99 = 2.576
 
 // Config tunes a predictor. Zero fields take the documented defaults, so
@@ -70,8 +70,8 @@ type Config struct {
 	// migpro: a ramp that stops after 15 samples (the first tooth of the
 	// sawtooth trace) is indistinguishable from growth while it lasts, and at
 	// 12 every seeded sawtooth was marked. Default 3 for the baseline, which
-	// with a convergence window of 3 lets it mark at sample 5 or 6 as the
-	// thesis did.
+	// with a convergence window of 3 lets it mark at sample 5 or 6 of a
+	// clean linear trace.
 	MinSamples int
 
 	// ConvergeWindow and ConvergeTol define the baseline's convergence: the

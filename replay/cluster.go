@@ -267,9 +267,8 @@ func leastOver(profiles []Profile, j *Job, cost func(Profile) float64) float64 {
 }
 
 // NVMLCost is the simulated time of one create or destroy of an instance
-// with slices compute slices, on a GPU of gpuSlices: FAR measured 0.1 s for
-// the smallest instance to 0.4 s for the whole GPU; sizes between are
-// interpolated linearly.
+// with slices compute slices, on a GPU of gpuSlices: 0.1 s for the smallest
+// instance to 0.4 s for the whole GPU, sizes between interpolated linearly.
 func NVMLCost(slices, gpuSlices int) float64 {
 	if gpuSlices <= 1 {
 		return 0.4

@@ -18,7 +18,7 @@
 // of memory and names the profile to restart it on.
 //
 // Time is simulated: nothing sleeps. NVML creates and destroys cost
-// 0.1–0.4 s of simulated time by instance size (FAR's measured range) and are
+// 0.1–0.4 s of simulated time by instance size (NVMLCost) and are
 // serialised per GPU. A run's progress advances at a rate set by its
 // instance's compute slices and, for PCIe-heavy jobs, by the PCIe share of its
 // GPU; every change of rate reschedules the run's next milestone (finish,

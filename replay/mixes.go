@@ -17,7 +17,7 @@ type MixSpec struct {
 	// Seed makes the mix; the same seed gives the same jobs.
 	Seed uint64
 	// Ratio is the small:medium:large:full weights of the mixed mix
-	// (default 4:0:1:1, the thesis's heterogeneous mix).
+	// (default 4:0:1:1).
 	Ratio [4]float64
 	// Load is the offered load of the mixes with Poisson arrivals (stream,
 	// pcie): arrivals come at Load times the rate the cluster's slices can

@@ -2,7 +2,7 @@ package replay
 
 import "testing"
 
-// The thesis's Policy A serves the smallest waiting request first. On one
+// Policy A serves the smallest waiting request first. On one
 // A100 a 7g runs until 100 s; a second 7g arrives at 1 s and a 1g at 2 s.
 // When the GPU frees, migpro/A-size starts the 1g first (the 7g then waits
 // for it); arrival order with backfill starts the 7g, and so does largest

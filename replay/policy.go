@@ -32,14 +32,14 @@ const (
 	// Backfill serves waiting jobs in arrival order, and starts any that
 	// fits even when an earlier one cannot.
 	Backfill Order = iota
-	// FIFO is the thesis's Policy B: strict arrival order; nothing passes a
+	// FIFO is Policy B: strict arrival order; nothing passes a
 	// job that must wait.
 	FIFO
-	// SmallFirst is the thesis's Policy A: jobs grouped by requested size,
+	// SmallFirst is Policy A: jobs grouped by requested size,
 	// the smallest first (arrival order within a size), with backfill.
 	SmallFirst
 	// LargeFirst groups jobs by size the largest first, with backfill
-	// (what migpro/A-size did before it followed the thesis).
+	// (what migpro/A-size did before it served the smallest first).
 	LargeFirst
 )
 
@@ -79,9 +79,9 @@ type Policy struct {
 }
 
 // Policies are the standard policies: (1) sequential, (2) static, (3)
-// first-fit, the thesis's reachability count, (4) migpro, migpro with
+// first-fit, the plain reachability count, (4) migpro, migpro with
 // reservations against starvation, (5) migpro with prediction, (6) migpro
-// with the thesis's orderings A (smallest first) and B (FIFO) and the
+// with the queue orderings A (smallest first) and B (FIFO) and the
 // largest-first ordering, and migpro's PCIe-aware GPU choice.
 func Policies() []Policy {
 	return []Policy{

@@ -68,7 +68,7 @@ func percentile(xs []float64, q float64) float64 {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-// LowerBound is a makespan no policy can beat, in FAR's manner: every job
+// LowerBound is a makespan no policy can beat: every job
 // needs at least its minimum slice-seconds (over the profiles that hold its
 // peak), and the cluster offers slices × GPUs per second. MIG adds a second
 // resource: instances on a GPU hold disjoint memory slots, so the jobs'

@@ -13,9 +13,8 @@ import (
 // enough for "3g.20gb+me" and an 8-character UUID prefix.
 const cellWidth = 11
 
-// drawLayouts draws each GPU as a row of memory slots, in the spirit of the
-// thesis's Figure 4.1: one box per instance spanning its slots, showing the
-// profile, whether it is idle or in use, and the start of its UUID. Free
+// drawLayouts draws each GPU as a row of memory slots: one box per instance
+// spanning its slots, showing the profile, whether it is idle or in use, and the start of its UUID. Free
 // slots are dotted.
 func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instance) {
 	for _, g := range gpus {

@@ -22,7 +22,7 @@ func runPlanJSON(t *testing.T, args ...string) planResult {
 	return res
 }
 
-const thesisSet = "1g.5gb,2g.10gb,3g.20gb,4g.20gb,7g.40gb"
+const plainSet = "1g.5gb,2g.10gb,3g.20gb,4g.20gb,7g.40gb"
 
 // The reachability facts of issue 2, reproduced through the command line.
 func TestPlanReproducesReachabilityFacts(t *testing.T) {
@@ -31,7 +31,7 @@ func TestPlanReproducesReachabilityFacts(t *testing.T) {
 		maximal int
 		perSlot [7]int
 	}{
-		{thesisSet, 19, [7]int{6, 6, 6, 6, 6, 6, 12}},
+		{plainSet, 19, [7]int{6, 6, 6, 6, 6, 6, 12}},
 		{"", 78, [7]int{21, 21, 21, 21, 22, 22, 33}}, // every profile: 1g.10gb counts too
 	}
 	for _, c := range cases {
@@ -57,7 +57,7 @@ func TestPlanFillsSmallProfilesFromTheTop(t *testing.T) {
 	for i := 0; i < 7; i++ {
 		ops = append(ops, "1g.5gb")
 	}
-	// The thesis's count fills from the top.
+	// The plain count fills from the top.
 	res := runPlanJSON(t, append([]string{"--policy", "reachability"}, ops...)...)
 	starts := map[int]int{} // alloc -> start
 	for _, in := range res.Instances {

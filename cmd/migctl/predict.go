@@ -78,7 +78,7 @@ func parsePredict(args []string) (predictOpts, error) {
 	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
 	capacity := fs.String("capacity", "", "the instance's usable memory: bytes, or a quantity such as 10Gi, 10GiB or 10G")
 	fs.Float64Var(&opt.horizon, "horizon", 0, "expected end of the workload, in t units (0: unknown)")
-	alg := fs.String("algorithm", "migpro", "baseline (Algorithm 1), migpro, or both side by side")
+	alg := fs.String("algorithm", "migpro", "baseline (the plain least-squares fit), migpro, or both side by side")
 	model := fs.String("gpu", "", "GPU model whose profiles to recommend from ("+strings.Join(simgpu.Models(), ", ")+")")
 	context := fs.String("context", "512Mi", "CUDA context overhead added when choosing a profile")
 	output := fs.String("output", "text", "text or json")

@@ -37,4 +37,5 @@ func a30_24gb() []gpu.Profile {
 	}
 }
 
-var thesisSet = []string{"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}
+// plainSet is the A100-40GB's profiles without 1g.10gb and media variants.
+var plainSet = []string{"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}

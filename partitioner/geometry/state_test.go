@@ -98,12 +98,12 @@ func TestSlicesLimitOnA30StyleGeometry(t *testing.T) {
 }
 
 func TestUncountedInstancesBlockTheirSlots(t *testing.T) {
-	g := mustGeometry(t, a100_40gb(), thesisSet)
+	g := mustGeometry(t, a100_40gb(), plainSet)
 	s, err := g.Place(g.Empty(), "1g.10gb", 6) // not counted; blocks slots 6-7
 	if err != nil {
 		t.Fatal(err)
 	}
-	// In the six slots and six slices left, the thesis set's maximal
+	// In the six slots and six slices left, the plain set's maximal
 	// layouts are those of slots 0-5: count them by brute force over the
 	// placements that avoid slots 6-7.
 	got := g.Reachable(s)
@@ -163,7 +163,7 @@ func bruteForceMaximal(g *Geometry, blockedSlots uint16, blockedSlices int) int 
 }
 
 func TestTableAgreesWithBruteForce(t *testing.T) {
-	g := mustGeometry(t, a100_40gb(), thesisSet)
+	g := mustGeometry(t, a100_40gb(), plainSet)
 	if got, want := g.MaximalLayouts(), bruteForceMaximal(g, 0, 0); got != want {
 		t.Fatalf("maximal = %d, brute force %d", got, want)
 	}

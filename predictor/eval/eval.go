@@ -123,8 +123,8 @@ type Summary struct {
 	NonGrowing   int     `json:"nonGrowing"`
 	FalseMarks   int     `json:"falseMarks"`
 	// MeanPeakErr averages the 10% peak error over every trace with a
-	// forecast; MeanPeakErrGrowing over growing traces only, the thesis's
-	// kind of workload.
+	// forecast; MeanPeakErrGrowing over growing traces only, the workloads
+	// that do run out of memory.
 	MeanPeakErr        float64 `json:"meanPeakErrorAt10pct"`
 	MeanPeakErrGrowing float64 `json:"meanPeakErrorAt10pctGrowing"`
 	// PeakErrN and PeakErrGrowingN count the traces behind each mean; a

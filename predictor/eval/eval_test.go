@@ -84,7 +84,7 @@ func TestScoreFields(t *testing.T) {
 		t.Errorf("lead %d (%.2f%%), want %d (%.2f%%)", *r.LeadSamples, *r.LeadPct, lead, 100*float64(lead)/94)
 	}
 	if r.PeakErrorAt10Pct == nil || *r.PeakErrorAt10Pct > 15 {
-		t.Errorf("peak error at 10%% = %v, want under the thesis's 15%%", r.PeakErrorAt10Pct)
+		t.Errorf("peak error at 10%% = %v, want under 15%%", r.PeakErrorAt10Pct)
 	}
 	if r.Profile != nil {
 		t.Errorf("profile %q without a profile list", *r.Profile)

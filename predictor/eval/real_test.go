@@ -75,8 +75,8 @@ func TestRealFamilies(t *testing.T) {
 }
 
 // TestFlanT5Step reports the training step at which migpro marks the
-// 27-step flan-t5 run (the thesis predicted it at step 21 of 27): the
-// median over the seeds marked before the OOM, at both rates.
+// 27-step flan-t5 run: the median over the seeds marked before the OOM, at
+// both rates.
 func TestFlanT5Step(t *testing.T) {
 	var fam tracegen.RealFamily
 	for _, f := range tracegen.HeldOutFamilies() {

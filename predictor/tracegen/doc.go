@@ -1,6 +1,6 @@
 // Package tracegen makes the synthetic memory traces the predictor is scored
-// on: growth that ends in an OOM on a 10 GiB instance (the thesis's Qwen2 and
-// Llama-3 runs), and shapes that never exceed it but look alarming to a naive
+// on: growth that ends in an OOM on a 10 GiB instance (a Qwen2-7B and a
+// Llama-3 inference run), and shapes that never exceed it but look alarming to a naive
 // fit (bursts, sawtooth, epochs, warm-up then plateau). RealFamilies and
 // HeldOutFamilies are series in seconds shaped after what frameworks do
 // (vLLM, Hugging Face generate, PyTorch's caching allocator, training),

@@ -284,7 +284,7 @@ func fastGrowth(lo, hi float64) func(*rand.Rand, float64) series {
 }
 
 // sawtoothOn is a training step whose activations fill and free every step on
-// top of a base that grows (the thesis's flan-t5 case: the per-step peak
+// top of a base that grows (the flan-t5 case: the per-step peak
 // climbs under a sawtooth). Reserved memory is what NVML sees; the sawtooth
 // shows because each step releases its activations to the driver
 // (expandable segments, or empty_cache every step).
@@ -312,7 +312,7 @@ func sawtoothGrowth(r *rand.Rand, d float64) series {
 	return w.done()
 }
 
-// flanT5 is the thesis's flan-t5 run in FlanT5Steps training steps of 8 to
+// flanT5 is a flan-t5 training run in FlanT5Steps steps of 8 to
 // 12 s: weights and optimizer states, then a per-step sawtooth of 2 to 3 GiB
 // of activations on a base that grows by the same amount every step, so
 // that the peak of the last step is the first over Capacity.

@@ -53,7 +53,7 @@ func TestFamiliesHaveTheirShape(t *testing.T) {
 			}
 		}
 	}
-	// The anchors from the thesis.
+	// The anchors: where the reference runs ran out of memory.
 	for name, oom := range map[string]int{"qwen2-linear": 94, "llama3-linear": 72} {
 		f, err := tracegen.Lookup(name)
 		if err != nil || f.OOM != oom {
