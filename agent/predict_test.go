@@ -229,10 +229,11 @@ func TestContainerEndRacingFirstSampleLeavesNothing(t *testing.T) {
 }
 
 // A registered container whose predictor cannot start (its instance is
-// gone) is tried on its first sample only: one warning, not one per sample.
+// gone) is tried on its first sample only: five shim samples over its
+// telemetry socket give one warning, not one per sample.
 func TestPredictorNotStartedWarnsOnce(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
-	e.cfg.PollEvery = time.Hour // the test feeds the samples itself
+	e.cfg.PollEvery = time.Hour // only the shim's samples count here
 	log, hook := test.NewNullLogger()
 	a, err := New(e.cfg, WithNode(e.node), WithAssignments(e.pods), WithLogger(log))
 	if err != nil {
@@ -244,14 +245,25 @@ func TestPredictorNotStartedWarnsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	register(t, a.cfg.Socket, "ctr", r.UUID)
+	ep := registerWith(t, a.cfg.Socket, map[string]any{"id": "ctr", "pid": os.Getpid(), "migUUIDs": []string{r.UUID}})
 	if err := c.Free(ctx, r.CDIName); err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Now()
-	for i := range 5 {
-		a.watch.onSample("ctr", telemetry.Sample{At: t0.Add(time.Duration(i) * time.Second), UsedBytes: 1 << 30, Source: telemetry.SourceNVML})
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: ep.Socket, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer conn.Close()
+	buf := make([]byte, telemetry.WireSize)
+	for seq := uint64(1); seq <= 5; seq++ {
+		m := telemetry.Message{Seq: seq, PID: uint32(os.Getpid()), Current: seq << 20, Peak: seq << 20, Allocs: seq}
+		if _, err := conn.Write(telemetry.Encode(buf, m)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // a new time for each sample
+	}
+	waitFor(t, "five accepted samples", func() bool { return a.watch.svc.Stats().Accepted >= 5 })
+	time.Sleep(100 * time.Millisecond) // let the last sample's handling finish
 	n := 0
 	for _, en := range hook.AllEntries() {
 		if en.Message == "predictor not started" {

@@ -14,8 +14,8 @@ import (
 const cellWidth = 11
 
 // drawLayouts draws each GPU as a row of memory slots: one box per instance
-// spanning its slots, showing the profile, whether it is idle or in use, and the start of its UUID. Free
-// slots are dotted.
+// spanning its slots, showing the profile, whether it is idle or in use, and
+// the start of its UUID. Free slots are dotted.
 func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instance) {
 	for _, g := range gpus {
 		fmt.Fprintf(w, "GPU %d  %s  %d/%d layouts reachable\n", g.Index, g.Model, g.Reachable, g.Maximal)

@@ -3,7 +3,6 @@ package shimtest
 import (
 	"bufio"
 	"errors"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,8 +77,7 @@ func TestShimExitWaitsForRoom(t *testing.T) {
 	a := artifacts(t)
 	path := filepath.Join(t.TempDir(), "telemetry.sock")
 	rx := fullQueue(t, path)
-	cmd := exec.Command(a.Pattern, "alloc:1000", "alloc:500", "free:0", "mark")
-	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + path, "STUB_TOTAL_BYTES=1048576000"}
+	cmd := patternCmd(a, path, nil, "alloc:1000", "alloc:500", "free:0", "mark")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

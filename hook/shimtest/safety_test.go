@@ -101,11 +101,16 @@ func (l *rawListener) byPID(pid uint32) []telemetry.Message {
 	return out
 }
 
-func runRaw(t *testing.T, a Artifacts, socket string, env []string, steps ...string) string {
-	t.Helper()
+// patternCmd is the pattern program under the shim, reporting to socket.
+func patternCmd(a Artifacts, socket string, env []string, steps ...string) *exec.Cmd {
 	cmd := exec.Command(a.Pattern, steps...)
 	cmd.Env = append([]string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + socket, "STUB_TOTAL_BYTES=1048576000"}, env...)
-	out, err := cmd.CombinedOutput()
+	return cmd
+}
+
+func runRaw(t *testing.T, a Artifacts, socket string, env []string, steps ...string) string {
+	t.Helper()
+	out, err := patternCmd(a, socket, env, steps...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("pattern %v: %v\n%s", steps, err, out)
 	}
