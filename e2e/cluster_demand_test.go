@@ -100,11 +100,7 @@ func TestClusterDemand(t *testing.T) {
 	if st := a.status(t); len(st.Instances) != 0 {
 		t.Fatalf("agent starts with instances %+v, want none", st.Instances)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("agent log tail:\n%s", a.logTail())
-		}
-	})
+	t.Cleanup(func() { harness.KeepLog(t, "agent", a.log) })
 
 	ctx := context.Background()
 	pw := watchPod(t, cl.Client, "default", "demand")
@@ -144,26 +140,33 @@ func TestClusterDemand(t *testing.T) {
 	checkDeviceView(t, podLog(t, cl, "demand"), uuid)
 
 	// Exactly one instance was made, and it is the pod's.
-	eventually(t, "the agent to see the instance in use by the pod", 30*time.Second, func() bool {
+	var last any
+	if !within(30*time.Second, func() bool {
 		in, ok := instanceByUUID(a.status(t), uuid)
+		last = in
 		return ok && in.State == "in-use" && strings.Contains(in.Pod, "demand")
-	})
+	}) {
+		t.Fatalf("the agent never saw %s in use by the pod; last %+v", uuid, last)
+	}
 	if st := a.status(t); len(st.Instances) != 1 || st.Instances[0].Profile != "1g.5gb" {
 		t.Fatalf("instances %+v, want exactly the pod's 1g.5gb", st.Instances)
 	}
 
 	// The claim was recorded as an Event on the pod (the agent's RBAC
-	// allows events).
-	evs, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "demand").String()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// allows events). Events are posted in the background, so wait for them.
 	reasons := map[string]bool{}
-	for _, e := range evs.Items {
-		reasons[e.Reason] = true
-	}
-	if !reasons[demand.ReasonClaimed] || !reasons[demand.ReasonProvisioned] {
+	if !within(30*time.Second, func() bool {
+		evs, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "demand").String()})
+		if err != nil {
+			t.Logf("list events: %v", err)
+			return false
+		}
+		for _, e := range evs.Items {
+			reasons[e.Reason] = true
+		}
+		return reasons[demand.ReasonClaimed] && reasons[demand.ReasonProvisioned]
+	}) {
 		t.Errorf("pod events %v lack %s and %s", reasons, demand.ReasonClaimed, demand.ReasonProvisioned)
 	}
 
@@ -191,8 +194,9 @@ func TestClusterDemand(t *testing.T) {
 	}
 	three := podMIGs(t, cl, "demand3")
 	checkDeviceView(t, podLog(t, cl, "demand3"), three[0])
-	eventually(t, "three more instances, in use by demand2 (2) and demand3 (1)", 30*time.Second, func() bool {
+	if !within(30*time.Second, func() bool {
 		st := a.status(t)
+		last = st.Instances
 		by := map[string]int{}
 		for _, in := range st.Instances {
 			if in.Profile == "1g.5gb" && in.State == "in-use" {
@@ -202,7 +206,9 @@ func TestClusterDemand(t *testing.T) {
 			}
 		}
 		return len(st.Instances) == 4 && by["demand"] == 1 && by["demand2"] == 2 && by["demand3"] == 1
-	})
+	}) {
+		t.Fatalf("want four instances, in use by demand (1), demand2 (2) and demand3 (1); last %+v", last)
+	}
 	// Each was claimed before the other was scheduled: neither waited.
 	claimedAt, scheduledAt := map[string]time.Time{}, map[string]time.Time{}
 	for _, name := range []string{"demand2", "demand3"} {

@@ -221,9 +221,7 @@ func startAdmission(t *testing.T, kubeconfig, certFile, keyFile string, caPEM []
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 		logf.Close()
-		if t.Failed() {
-			t.Logf("migpro-admission log:\n%s", readFile(logPath))
-		}
+		harness.KeepLog(t, "migpro-admission", logPath)
 	})
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)

@@ -249,9 +249,7 @@ func (cl *Cluster) stop(t testing.TB) {
 		if err != nil {
 			t.Errorf("stop %s: %v", d.name, err)
 		}
-		if t.Failed() {
-			t.Logf("%s log tail:\n%s", d.name, tail(d.log, 20))
-		}
+		KeepLog(t, d.name, d.log)
 	}
 	if err := os.RemoveAll(cl.Dir); err != nil {
 		t.Errorf("remove %s: %v", cl.Dir, err)

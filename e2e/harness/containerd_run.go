@@ -84,9 +84,7 @@ func (c *Containerd) stop(t testing.TB) {
 	if err := unmountUnder(c.Dir); err != nil {
 		t.Errorf("unmount under %s: %v", c.Dir, err)
 	}
-	if t.Failed() {
-		t.Logf("containerd log tail:\n%s", tail(filepath.Join(c.Dir, "containerd.log"), 40))
-	}
+	KeepLog(t, "containerd", filepath.Join(c.Dir, "containerd.log"))
 	if err := os.RemoveAll(c.Dir); err != nil {
 		t.Errorf("remove %s: %v", c.Dir, err)
 	}

@@ -4,6 +4,7 @@ package harness
 // (the engines themselves are covered by e2e/smoke_test.go).
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +72,46 @@ func TestContainerdTOML(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("config lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// failedTB is a test that has failed, recording what is logged to it.
+type failedTB struct {
+	testing.TB
+	failed bool
+	logs   []string
+}
+
+func (f *failedTB) Helper()      {}
+func (f *failedTB) Name() string { return "TestX/sub case" }
+func (f *failedTB) Failed() bool { return f.failed }
+func (f *failedTB) Logf(format string, args ...any) {
+	f.logs = append(f.logs, fmt.Sprintf(format, args...))
+}
+
+func TestKeepLog(t *testing.T) {
+	t.Setenv("MIGPRO_E2E_LOGS", t.TempDir())
+	src := filepath.Join(t.TempDir(), "agent.log")
+	if err := os.WriteFile(src, []byte("first\nlevel=error msg=\"the last word\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	passed := &failedTB{}
+	KeepLog(passed, "agent", src)
+	if len(passed.logs) != 0 {
+		t.Errorf("a passing test logged %q", passed.logs)
+	}
+	failed := &failedTB{failed: true}
+	KeepLog(failed, "agent", src)
+	kept := filepath.Join(LogDir(), "TestX_sub_case", "agent.log")
+	b, err := os.ReadFile(kept)
+	if err != nil || string(b) != "first\nlevel=error msg=\"the last word\"\n" {
+		t.Fatalf("kept copy %s: %q, %v", kept, b, err)
+	}
+	if len(failed.logs) != 1 || !strings.Contains(failed.logs[0], filepath.Dir(kept)) {
+		t.Errorf("a failed test logged %q, want one line naming %s", failed.logs, filepath.Dir(kept))
+	}
+	KeepLog(failed, "kubelet", src)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(kept), "kubelet.log")); err != nil || len(failed.logs) != 1 {
+		t.Errorf("a second log: %v, logged %q; want it kept without another line", err, failed.logs)
 	}
 }

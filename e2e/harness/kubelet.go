@@ -256,9 +256,7 @@ func (k *Kubelet) cleanup(t testing.TB) {
 			t.Errorf("stop kubelet: %v", err)
 		}
 	}
-	if t.Failed() {
-		t.Logf("kubelet log tail:\n%s", tail(k.logPath, 60))
-	}
+	KeepLog(t, "kubelet", k.logPath)
 	// The kubelet is gone, so remove what it left running in containerd.
 	if k.Containerd.Client != nil {
 		k.Containerd.RemoveContainers(t, "k8s.io")
