@@ -77,24 +77,46 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 		return err
 	})
 
-	// The VAPs take a moment to be loaded by the API server: retry the
-	// first refusal until it is seen.
+	// The API server loads each policy in its own time: wait until all
+	// three refuse a dry run (which admission sees, and which changes
+	// nothing), each with a new value (a repeated patch is a no-op).
+	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	for _, probe := range []struct {
+		policy string
+		try    func(i int) error
+	}{
+		{"migpro-agent-pods", func(i int) error {
+			_, err := agent.CoreV1().Pods("team").Patch(ctx, "canary", types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"other.io/probe":"`+strconv.Itoa(i)+`"}}}`), dry)
+			return err
+		}},
+		{"migpro-agent-configmaps", func(i int) error {
+			_, err := agent.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: "probe-" + strconv.Itoa(i), Labels: map[string]string{"app.kubernetes.io/managed-by": "migpro"}}},
+				metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}},
+		{"migpro-agent-nodes", func(i int) error {
+			_, err := agent.CoreV1().Nodes().Patch(ctx, "gpu-a", types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"probe":"`+strconv.Itoa(i)+`"}}}`), dry)
+			return err
+		}},
+	} {
+		deadline := time.Now().Add(30 * time.Second)
+		for i := 0; ; i++ {
+			err := probe.try(i)
+			if (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && strings.Contains(err.Error(), "'"+probe.policy+"'") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("policy %s not in force within 30s: a dry run it should refuse got %v", probe.policy, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	patchPod := func(body string) error {
 		_, err := agent.CoreV1().Pods("team").Patch(ctx, "victim", types.MergePatchType, []byte(body), metav1.PatchOptions{})
 		return err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; ; i++ {
-		// A new value each time (a repeated patch is a no-op), on the canary.
-		_, err := agent.CoreV1().Pods("team").Patch(ctx, "canary", types.MergePatchType,
-			[]byte(`{"metadata":{"annotations":{"other.io/probe":"`+strconv.Itoa(i)+`"}}}`), metav1.PatchOptions{})
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a foreign annotation by the agent: %v, want refused by the policy", err)
-		}
-		time.Sleep(500 * time.Millisecond)
 	}
 
 	refused := func(what string, err error) {
