@@ -223,9 +223,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		_ = api.ln.Close()
 		return err
 	}
+	if svc != nil {
+		// Known before anything answers: a caller that reached the local
+		// API can read MetricsAddr.
+		a.svcLn.Store(&svc.ln)
+	}
 	start("local API", api.serve)
 	if svc != nil {
-		a.svcLn.Store(&svc.ln)
 		start("metrics and probes", svc.serve)
 	}
 	a.reportKubelet()
