@@ -23,9 +23,10 @@ func runAgent(t *testing.T, a *Agent) *client.Client {
 		}
 	})
 	c := client.New(a.cfg.Socket)
-	waitFor(t, "local API", func() bool {
+	// The local API answers a moment before every part has started.
+	waitFor(t, "local API, and the agent running", func() bool {
 		_, err := c.Status(context.Background())
-		return err == nil
+		return err == nil && a.running.Load()
 	})
 	return c
 }
