@@ -14,11 +14,14 @@ import (
 
 // CacheDir is where e2e/setup puts what it builds and writes:
 // $MIGPRO_E2E_CACHE, or /var/cache/migpro-e2e.
-func CacheDir() string {
-	if d := os.Getenv("MIGPRO_E2E_CACHE"); d != "" {
+func CacheDir() string { return envDir("MIGPRO_E2E_CACHE", "/var/cache/migpro-e2e") }
+
+// envDir is the directory the environment variable names, or def.
+func envDir(name, def string) string {
+	if d := os.Getenv(name); d != "" {
 		return d
 	}
-	return "/var/cache/migpro-e2e"
+	return def
 }
 
 // Bin returns the path of a binary that e2e/setup built into CacheDir()/bin,

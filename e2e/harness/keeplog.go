@@ -12,10 +12,7 @@ import (
 // $MIGPRO_E2E_LOGS, or /tmp/migpro-e2e-logs. Each test gets a directory of
 // its own, named after it.
 func LogDir() string {
-	if d := os.Getenv("MIGPRO_E2E_LOGS"); d != "" {
-		return d
-	}
-	return filepath.Join(os.TempDir(), "migpro-e2e-logs")
+	return envDir("MIGPRO_E2E_LOGS", filepath.Join(os.TempDir(), "migpro-e2e-logs"))
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
