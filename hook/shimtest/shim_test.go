@@ -209,17 +209,6 @@ func BenchmarkShimAllocFreePair(b *testing.B) {
 	b.ReportMetric(c.shimGrow/c.stubGrow, "grow-ratio")
 }
 
-// Growing allocations, each a new peak, cost at most twice what they cost
-// without the shim, measured in one run.
-func TestShimGrowCost(t *testing.T) {
-	c := measureShimCost(t, 10, 20000, 2000)
-	t.Logf("pair: %.1f ns without the shim, %.1f with; growing allocation: %.1f ns without, %.1f with (%.2fx)",
-		c.stubPair, c.shimPair, c.stubGrow, c.shimGrow, c.shimGrow/c.stubGrow)
-	if c.shimGrow > 2*c.stubGrow {
-		t.Fatalf("a growing allocation costs %.1f ns with the shim, %.1f without: more than 2x", c.shimGrow, c.stubGrow)
-	}
-}
-
 // The Makefile builds the shipped shim; these tests build their own. Both
 // must use the same flags, or the tests prove nothing about what ships.
 func TestMakefileUsesSameShimFlags(t *testing.T) {
