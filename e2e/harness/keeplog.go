@@ -17,7 +17,8 @@ func LogDir() string {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// announced holds the tests whose log directory has been reported.
+// announced holds the tests (each run of one) whose log directory has been
+// reported.
 var announced sync.Map
 
 // KeepLog copies the log at path into the failed test's directory under
@@ -42,7 +43,7 @@ func KeepLog(t testing.TB, name, path string) {
 		t.Logf("keep the %s log: %v", name, err)
 		return
 	}
-	if _, done := announced.LoadOrStore(dir, true); !done {
+	if _, done := announced.LoadOrStore(t, true); !done {
 		t.Logf("logs kept in %s", dir)
 	}
 }
