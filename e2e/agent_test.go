@@ -86,6 +86,7 @@ func startAgent(t *testing.T, simulate string, extra ...string) *agentProc {
 	}, extra...)
 	t.Cleanup(func() {
 		a.stop(t, syscall.SIGTERM)
+		harness.KeepLog(t, "agent", a.log) // before the directory goes
 		removeE2ESpecs(t)
 		os.RemoveAll(dir)
 	})

@@ -100,7 +100,6 @@ func TestClusterDemand(t *testing.T) {
 	if st := a.status(t); len(st.Instances) != 0 {
 		t.Fatalf("agent starts with instances %+v, want none", st.Instances)
 	}
-	t.Cleanup(func() { harness.KeepLog(t, "agent", a.log) })
 
 	ctx := context.Background()
 	pw := watchPod(t, cl.Client, "default", "demand")

@@ -42,7 +42,6 @@ func TestFailOpenEventOnKubeletPod(t *testing.T) {
 	a := startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
 		"--kubeconfig", kubeconfig, "--node-name", k.NodeName, "--assign-grace", "5s",
 		"--hook", e.hookBin, "--shim", e.art.Shim, "--poll-every", "100ms")
-	t.Cleanup(func() { harness.KeepLog(t, "agent", a.log) })
 	mustCreate(t, func() error {
 		_, err := cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: failOpenNS}}, metav1.CreateOptions{})
 		return err

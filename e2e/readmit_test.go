@@ -267,7 +267,6 @@ func TestReadmitKubelet(t *testing.T) {
 	cl, k := startClusterNode(t)
 	st := startReadmitStack(t, cl, "deploy/rbac-demand.yaml")
 	a := startNodeAgent(t, k, st.agentKC)
-	t.Cleanup(func() { harness.KeepLog(t, "agent", a.log) })
 
 	createTrainer(t, cl, "", true)
 	old := st.firstPod(t, cl)

@@ -102,16 +102,13 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 			return err
 		}},
 	} {
-		deadline := time.Now().Add(30 * time.Second)
-		for i := 0; ; i++ {
-			err := probe.try(i)
-			if (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && strings.Contains(err.Error(), "'"+probe.policy+"'") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("policy %s not in force within 30s: a dry run it should refuse got %v", probe.policy, err)
-			}
-			time.Sleep(200 * time.Millisecond)
+		i, err := 0, error(nil)
+		if !within(30*time.Second, func() bool {
+			i++
+			err = probe.try(i)
+			return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && strings.Contains(err.Error(), "'"+probe.policy+"'")
+		}) {
+			t.Fatalf("policy %s not in force within 30s: a dry run it should refuse got %v", probe.policy, err)
 		}
 	}
 	patchPod := func(body string) error {
