@@ -73,20 +73,22 @@ func benchCases() []benchCase {
 }
 
 // BenchmarkPolicies runs every benchmark case under first-fit, reachability,
-// migpro and migpro+reserve in one run and reports, per case, the
-// baselines' mean JCT over migpro's (and first-fit's over migpro+reserve's) (above 1: migpro is better), migpro's makespan over the
-// lower bound, NVML steps per run, and how many waits re-placing idle
-// instances (idle-fixable) or moving in-use ones (fragmented) could have
-// avoided; then the geometric means and worst cases of the JCT ratios. The
-// ratios are the numbers to read; ns/op is the cost of the simulations.
+// migpro, migpro+reserve and migpro+plan in one run and reports, per case,
+// the baselines' mean JCT over migpro's and first-fit's over
+// migpro+reserve's and migpro+plan's (above 1: the migpro policy is better),
+// makespans over the lower bound, NVML steps per run, and how many waits
+// re-placing idle instances (idle-fixable) or moving in-use ones
+// (fragmented) could have avoided; then the geometric means and worst cases
+// of the JCT ratios. The ratios are the numbers to read; ns/op is the cost
+// of the simulations.
 // go test -run '^$' -bench Policies -benchtime 1x ./replay/
 func BenchmarkPolicies(b *testing.B) {
-	pols := []string{"first-fit", "reachability", "migpro", "migpro+reserve"}
+	pols := []string{"first-fit", "reachability", "migpro", "migpro+reserve", "migpro+plan"}
 	// logs and worst: first-fit ÷ migpro, reachability ÷ migpro,
-	// first-fit ÷ migpro+reserve.
-	var logs [3][]float64
-	worst := [3]float64{math.Inf(1), math.Inf(1), math.Inf(1)}
-	names := [3]string{"first-fit/migpro", "reachability/migpro", "first-fit/migpro+reserve"}
+	// first-fit ÷ migpro+reserve, first-fit ÷ migpro+plan.
+	var logs [4][]float64
+	worst := [4]float64{math.Inf(1), math.Inf(1), math.Inf(1), math.Inf(1)}
+	names := [4]string{"first-fit/migpro", "reachability/migpro", "first-fit/migpro+reserve", "first-fit/migpro+plan"}
 	for _, c := range benchCases() {
 		b.Run(c.name, func(b *testing.B) {
 			m, err := LoadModel(c.model)
@@ -105,13 +107,15 @@ func BenchmarkPolicies(b *testing.B) {
 				}
 			}
 			mp := rs[2]
-			for k, ratio := range [3]float64{rs[0].MeanJCT / mp.MeanJCT, rs[1].MeanJCT / mp.MeanJCT, rs[0].MeanJCT / rs[3].MeanJCT} {
+			for k, ratio := range [4]float64{rs[0].MeanJCT / mp.MeanJCT, rs[1].MeanJCT / mp.MeanJCT, rs[0].MeanJCT / rs[3].MeanJCT, rs[0].MeanJCT / rs[4].MeanJCT} {
 				b.ReportMetric(ratio, "jct-"+names[k])
 				logs[k] = append(logs[k], math.Log(ratio))
 				worst[k] = min(worst[k], ratio)
 			}
 			b.ReportMetric(mp.Ratio, "migpro-makespan/LB")
 			b.ReportMetric(rs[0].Ratio, "ff-makespan/LB")
+			b.ReportMetric(rs[4].Ratio, "plan-makespan/LB")
+			b.ReportMetric(rs[4].StepsPerJob(), "plan-steps/run")
 			b.ReportMetric(mp.StepsPerJob(), "migpro-steps/run")
 			b.ReportMetric(rs[0].StepsPerJob(), "ff-steps/run")
 			b.ReportMetric(float64(mp.Waits), "migpro-waits")

@@ -90,7 +90,13 @@ type engine struct {
 	resv   *reservation
 	runSum map[string]float64
 	runN   map[string]int
-	active map[*run]bool
+	// keyRuns is each workload's mean run time on each profile, over the
+	// runs finished so far (migpro+plan's expected run times).
+	keyRuns means
+	// arrivals counts arrivals; planDue asks the next pass to plan.
+	arrivals int
+	planDue  bool
+	active   map[*run]bool
 	// ready is when each instance's create finished, by UUID.
 	ready map[string]float64
 	res   *Result
@@ -198,6 +204,9 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 		if pol.Order != Backfill {
 			e.res.Detail += ", " + pol.Order.String()
 		}
+		if pol.Plan {
+			e.res.Detail += ", queue planned"
+		}
 	}
 	if pol.Predict {
 		dir, err := os.MkdirTemp("", "migpro-simulate-history-")
@@ -303,6 +312,10 @@ func (e *engine) handle(ev event) error {
 			j.sized = e.pred.learned
 		}
 		e.enqueue(j)
+		if e.pol.Plan {
+			e.arrivals++
+			e.planDue = e.planDue || e.arrivals%planEvery == 0
+		}
 	case evStart:
 		e.begin(ev.r)
 	case evMilestone:

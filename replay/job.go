@@ -40,6 +40,10 @@ type Job struct {
 	// Iters is how many memory samples a run reports over its length (its
 	// iterations); the predictor sees one per iteration. Default 100.
 	Iters int
+
+	// at pins a job of the planner's forward simulation (plan.go) to where
+	// its run is now.
+	at *runsAt
 }
 
 // Memory is a job's memory as a function of its progress p in [0, 1]: Start

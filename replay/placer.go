@@ -97,6 +97,17 @@ type dynamic struct {
 
 func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	nd := d.nodes[n]
+	if at := j.job.at; at != nil {
+		// A run the planner's forward simulation starts where it runs now.
+		if at.node != n {
+			return offer{}, false, nil
+		}
+		pin := partitioner.Pin{GPU: at.gpu, Start: at.start}
+		if err := nd.part.CheckPin(j.profile.Name, pin); err != nil {
+			return offer{}, false, fmt.Errorf("node %d: run %s cannot start where it runs: %w", n, j.job.ID, err)
+		}
+		return offer{node: n, pin: &pin}, true, nil
+	}
 	fits := false
 	for _, g := range nd.gpus {
 		if fits = g.mayFit(j.profile); fits {

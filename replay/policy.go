@@ -76,13 +76,19 @@ type Policy struct {
 	// PCIeAware prefers, for PCIe-heavy jobs, the GPU with the fewest
 	// PCIe-heavy runs.
 	PCIeAware bool
+	// Plan lets a planner over the known queue move one waiting job to the
+	// front at every planEvery-th arrival (migpro only; see plan.go).
+	// migpro+plan pairs it with Reserve, which keeps a job the plans keep
+	// passing over from starving.
+	Plan bool
 }
 
 // Policies are the standard policies: (1) sequential, (2) static, (3)
 // first-fit, the plain reachability count, (4) migpro, migpro with
 // reservations against starvation, (5) migpro with prediction, (6) migpro
 // with the queue orderings A (smallest first) and B (FIFO) and the
-// largest-first ordering, and migpro's PCIe-aware GPU choice.
+// largest-first ordering, migpro's PCIe-aware GPU choice, and migpro with
+// reservations and a planner over the known queue.
 func Policies() []Policy {
 	return []Policy{
 		{Name: "sequential", Kind: Static, FullGPU: true, Layout: "all-full"},
@@ -96,6 +102,7 @@ func Policies() []Policy {
 		{Name: "migpro/A-largest", Kind: Migpro, Order: LargeFirst},
 		{Name: "migpro/B-fifo", Kind: Migpro, Order: FIFO},
 		{Name: "migpro+pcie", Kind: Migpro, PCIeAware: true},
+		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true},
 	}
 }
 

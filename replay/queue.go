@@ -51,6 +51,11 @@ func (e *engine) serve() error {
 	if err := e.planQueue(); err != nil {
 		return err
 	}
+	if e.planDue {
+		if err := e.plan(); err != nil {
+			return err
+		}
+	}
 	all := make([]int, len(e.nodes))
 	for n := range all {
 		all[n] = n

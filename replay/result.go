@@ -36,6 +36,9 @@ type Result struct {
 	// where only moving instances in use would have. Reservations counts
 	// the GPUs held for a starving job.
 	Waits, Replaceable, Fragmented, Reservations int
+	// Moves counts the waiting jobs the planner moved to the front of the
+	// queue (migpro+plan).
+	Moves int
 	// LowerBound is LowerBound's makespan bound and Ratio Makespan over it.
 	LowerBound, Ratio float64
 	// Runs lists every run in the order they ended; Completions is each

@@ -193,6 +193,7 @@ func (e *engine) end(r *run, outcome Outcome) error {
 		}
 		e.runSum[r.g.profile.Name] += e.now - r.rec.Started
 		e.runN[r.g.profile.Name]++
+		e.keyRuns.add(j.job.Key+"\x00"+r.g.profile.Name, e.now-r.rec.Started)
 		j.done, j.completion = true, e.now
 		if e.pred != nil {
 			if err := e.pred.learn(j.job.Key, j.job.Mem.Peak, e.now); err != nil {

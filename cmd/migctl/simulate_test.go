@@ -27,7 +27,7 @@ func TestSimulateTable(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{"sequential", "static", "first-fit", "migpro+predict", "migpro/A-size", "migpro/B-fifo",
-		"migpro+pcie", "lower bound", "migpro vs sequential", "migpro vs lower bound", "wall time:"} {
+		"migpro+pcie", "migpro+plan", "lower bound", "migpro vs sequential", "migpro vs lower bound", "wall time:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -1,0 +1,192 @@
+package replay
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Planning over the known queue (policy migpro+plan). Arrival order with
+// backfill decides who gets room that frees up by who came first. The
+// planner looks at what is known when a request arrives, the runs in
+// progress and the waiting requests, and asks of each of a few waiting
+// requests: if it went to the front of the queue now, when would the
+// waiting requests be done? It simulates each answer forward (the same
+// partitioner policy on fresh simulated GPUs, every run where it runs now,
+// run times as history expects them, no future arrivals) and moves the
+// request whose move ends the waiting requests soonest in total, if any
+// move beats leaving the order alone. The move holds from that moment; no
+// later arrival is known to it.
+
+const (
+	// planEvery plans at every planEvery-th arrival.
+	planEvery = 5
+	// planCandidates is how many waiting requests a plan tries at the front:
+	// half the oldest after the head, half the shortest expected.
+	planCandidates = 24
+)
+
+// runsAt pins a job of the planner's forward simulation to the place where
+// its run is now.
+type runsAt struct{ node, gpu, start int }
+
+// means keeps a mean per key.
+type means struct {
+	sum map[string]float64
+	n   map[string]int
+}
+
+func (m *means) add(k string, v float64) {
+	if m.sum == nil {
+		m.sum, m.n = map[string]float64{}, map[string]int{}
+	}
+	m.sum[k] += v
+	m.n[k]++
+}
+
+func (m *means) mean(k string) (float64, bool) {
+	if m.n[k] == 0 {
+		return 0, false
+	}
+	return m.sum[k] / float64(m.n[k]), true
+}
+
+// expectedOn is how long a run of j on profile p is expected to hold its
+// instance: its workload's mean on p over the runs finished so far, else
+// what expected gives (p's mean, else every run's).
+func (e *engine) expectedOn(j *jobState, p Profile) float64 {
+	if v, ok := e.keyRuns.mean(j.job.Key + "\x00" + p.Name); ok {
+		return v
+	}
+	return e.expected(j)
+}
+
+// plan runs the planner once and moves at most one waiting job to the
+// front of the queue. It does nothing before any run has finished (nothing
+// is known of run times yet).
+func (e *engine) plan() error {
+	e.planDue = false
+	if len(e.queue) < 2 || len(e.runN) == 0 {
+		return nil
+	}
+	running := e.runningNow()
+	waiting := make([]*jobState, len(e.queue))
+	copy(waiting, e.queue)
+	cands := e.planCandidates()
+	best, err := e.forward(running, waiting, -1)
+	if err != nil {
+		return err
+	}
+	move := -1
+	for _, c := range cands {
+		v, err := e.forward(running, waiting, c)
+		if err != nil {
+			return err
+		}
+		if v < best-1e-9 {
+			best, move = v, c
+		}
+	}
+	if move < 0 {
+		return nil
+	}
+	e.res.Moves++
+	j := e.queue[move]
+	j.key = [4]float64{-1e18 + e.now, float64(j.idx)}
+	slices.SortStableFunc(e.queue, func(a, b *jobState) int {
+		if less(a.key, b.key) {
+			return -1
+		}
+		if less(b.key, a.key) {
+			return 1
+		}
+		return 0
+	})
+	return nil
+}
+
+// planCandidates are the queue positions a plan tries at the front.
+func (e *engine) planCandidates() []int {
+	half := planCandidates / 2
+	seen := map[int]bool{}
+	var out []int
+	for i := 1; i < len(e.queue) && i <= half; i++ {
+		seen[i] = true
+		out = append(out, i)
+	}
+	byRun := make([]int, 0, len(e.queue)-1)
+	for i := 1; i < len(e.queue); i++ {
+		byRun = append(byRun, i)
+	}
+	slices.SortStableFunc(byRun, func(a, b int) int {
+		ja, jb := e.queue[a], e.queue[b]
+		return cmp.Compare(e.expectedOn(ja, ja.profile), e.expectedOn(jb, jb.profile))
+	})
+	for _, i := range byRun[:min(len(byRun), half)] {
+		if !seen[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// runningNow is every active run as a job of the forward simulation,
+// pinned where it runs and lasting what it is expected to have left (a
+// second when it has outrun its expectation), in a fixed order.
+func (e *engine) runningNow() []Job {
+	var runs []*run
+	for r := range e.active {
+		runs = append(runs, r)
+	}
+	slices.SortFunc(runs, func(a, b *run) int {
+		return cmp.Or(cmp.Compare(a.g.node, b.g.node), cmp.Compare(a.g.gpu, b.g.gpu),
+			cmp.Compare(a.g.placement.Start, b.g.placement.Start))
+	})
+	out := make([]Job, 0, len(runs))
+	for _, r := range runs {
+		left := e.expectedOn(r.j, r.g.profile)
+		if r.started {
+			left -= e.now - r.rec.Started
+		} else {
+			left += e.ready[r.g.uuid] - e.now
+		}
+		out = append(out, Job{
+			ID: r.j.job.ID, FullRuntime: max(left, 1), Mem: Fixed(1 << 20),
+			Profile: r.g.profile.Name, Key: r.j.job.Key,
+			at: &runsAt{node: r.g.node, gpu: r.g.gpu, start: r.g.placement.Start},
+		})
+	}
+	return out
+}
+
+// forward simulates the runs in progress and the waiting jobs, the one at
+// queue position front moved first (-1: the order as it is), and returns
+// the sum of the waiting jobs' completion times from now.
+func (e *engine) forward(running []Job, waiting []*jobState, front int) (float64, error) {
+	jobs := make([]Job, 0, len(running)+len(waiting))
+	jobs = append(jobs, running...)
+	add := func(j *jobState) {
+		jobs = append(jobs, Job{
+			ID: j.job.ID, FullRuntime: max(e.expectedOn(j, j.profile), 1), Mem: Fixed(1 << 20),
+			Profile: j.profile.Name, Key: j.job.Key,
+		})
+	}
+	if front >= 0 {
+		add(waiting[front])
+	}
+	for i, j := range waiting {
+		if i != front {
+			add(j)
+		}
+	}
+	cfg := e.cfg
+	cfg.NoNVMLCost, cfg.Check = true, false
+	r, err := runOnce(jobs, cfg, Policy{Name: "forward", Kind: e.pol.Kind}, e.model)
+	if err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for _, c := range r.Completions[len(running):] {
+		sum += c
+	}
+	return sum, nil
+}
