@@ -148,8 +148,9 @@ type seedCase struct {
 // BenchmarkPoliciesAcrossSeeds runs the online streams of BenchmarkPolicies
 // on 16 seeds per configuration (A100 nodes of 1 to 8 GPUs and the two mixed
 // nodes, load 0.8 and 0.9) and reports, per configuration, first-fit's and
-// reachability's mean JCT summed over the seeds over migpro's, and on how
-// many seeds migpro's was the shorter; then the geometric means. One stream's
+// reachability's mean JCT summed over the seeds over migpro's, first-fit's
+// over migpro+plan's, and on how many seeds each of migpro and migpro+plan
+// beat first-fit; then the geometric means. One stream's
 // ratio swings by several percent with the seed (at these loads a small
 // change early reorders everything after it), so this is the figure that
 // says which policy is better, and by how much.
@@ -171,8 +172,8 @@ func BenchmarkPoliciesAcrossSeeds(b *testing.B) {
 			cases = append(cases, seedCase{node, m.GPUsPerNode(), load})
 		}
 	}
-	pols := []Policy{policy(b, "first-fit"), policy(b, "reachability"), policy(b, "migpro")}
-	var logFF, logReach float64
+	pols := []Policy{policy(b, "first-fit"), policy(b, "reachability"), policy(b, "migpro"), policy(b, "migpro+plan")}
+	var logFF, logReach, logPlan float64
 	ran := 0
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/%dgpu/load%.1f", c.node, c.gpus, c.load), func(b *testing.B) {
@@ -180,16 +181,16 @@ func BenchmarkPoliciesAcrossSeeds(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var sum [3]float64
-			wins := 0
+			var sum [4]float64
+			wins, planWins := 0, 0
 			for i := 0; i < b.N; i++ {
-				sum, wins = [3]float64{}, 0
+				sum, wins, planWins = [4]float64{}, 0, 0
 				for seed := uint64(1); seed <= seeds; seed++ {
 					jobs, err := Generate(MixSpec{Name: "online", Jobs: 600, Seed: seed, Load: c.load, GPUs: c.gpus}, m)
 					if err != nil {
 						b.Fatal(err)
 					}
-					var jct [3]float64
+					var jct [4]float64
 					for k, p := range pols {
 						jct[k] = simRun(b, jobs, Config{Model: c.node, Nodes: 1, GPUsPerNode: c.gpus, Seed: 1}, p).MeanJCT
 						sum[k] += jct[k]
@@ -197,14 +198,20 @@ func BenchmarkPoliciesAcrossSeeds(b *testing.B) {
 					if jct[2] < jct[0] {
 						wins++
 					}
+					if jct[3] < jct[0] {
+						planWins++
+					}
 				}
 			}
-			ff, reach := sum[0]/sum[2], sum[1]/sum[2]
+			ff, reach, plan := sum[0]/sum[2], sum[1]/sum[2], sum[0]/sum[3]
 			b.ReportMetric(ff, "jct-first-fit/migpro")
 			b.ReportMetric(reach, "jct-reachability/migpro")
+			b.ReportMetric(plan, "jct-first-fit/migpro+plan")
 			b.ReportMetric(float64(wins), "migpro-wins-of-16")
+			b.ReportMetric(float64(planWins), "plan-wins-of-16")
 			logFF += math.Log(ff)
 			logReach += math.Log(reach)
+			logPlan += math.Log(plan)
 			ran++
 		})
 	}
@@ -214,6 +221,7 @@ func BenchmarkPoliciesAcrossSeeds(b *testing.B) {
 		}
 		b.ReportMetric(math.Exp(logFF/float64(ran)), "geomean-jct-first-fit/migpro")
 		b.ReportMetric(math.Exp(logReach/float64(ran)), "geomean-jct-reachability/migpro")
+		b.ReportMetric(math.Exp(logPlan/float64(ran)), "geomean-jct-first-fit/migpro+plan")
 		b.ReportMetric(float64(ran), "configurations")
 	})
 }

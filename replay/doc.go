@@ -15,7 +15,9 @@
 // the placement, and whether to reuse, create or destroy. Policy 5 sizes jobs
 // with the estimator (declared memory, then learned history) and feeds each
 // run's memory series to the predictor, which marks a run before it runs out
-// of memory and names the profile to restart it on.
+// of memory and names the profile to restart it on. Policy migpro+plan
+// orders the wait queue with a planner that simulates the node forward from
+// what it knows now (plan.go).
 //
 // Time is simulated: nothing sleeps. NVML creates and destroys cost
 // 0.1–0.4 s of simulated time by instance size (NVMLCost) and are

@@ -61,6 +61,7 @@ var docs = map[string]doc{
 		long: "Replays a generated or recorded workload under several placement policies on\n" +
 			"simulated nodes and compares makespan, job completion time and utilisation.",
 		example: "  migctl replay --mix mixed --policies migpro,first-fit\n" +
+			"  migctl replay --mix online --simulate a100-40gb:2 --load 0.9 --policies first-fit,migpro,migpro+plan\n" +
 			"  migctl replay --simulate a100-40gb:2,h100-80gb:1 --mix stream --output json\n" +
 			"  migctl replay --csv jobs.csv --plot charts/",
 		aliases: []string{"simulate"},
