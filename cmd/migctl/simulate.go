@@ -41,6 +41,7 @@ type simulateJSON struct {
 	Reconfigs   int     `json:"reconfigurations"`
 	Restarts    int     `json:"restarts"`
 	Marks       int     `json:"predictorMarks"`
+	QueueMoves  int     `json:"queueMoves"`
 	LostWork    float64 `json:"lostWorkSeconds"`
 	LowerBound  float64 `json:"lowerBoundSeconds"`
 	Ratio       float64 `json:"makespanOverLowerBound"`
@@ -84,7 +85,7 @@ func runSimulate(args []string, stdout io.Writer) error {
 		out := make([]simulateJSON, len(results))
 		for i, r := range results {
 			out[i] = simulateJSON{r.Policy, r.Detail, r.Jobs, r.Makespan, r.Throughput, r.MeanJCT, r.P95JCT, r.MemUtil,
-				r.Reconfigs, r.Restarts, r.Marks, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds()}
+				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds()}
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
