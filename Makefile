@@ -13,6 +13,14 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 RACE_PKGS ?= ./partitioner/... ./plugin/... ./predictor ./telemetry/... ./gpu/... ./hook/... ./cdi/... \
              ./agent/... ./demand/... ./readmit/... ./runner/...
 
+# Fuzz runs in make test are bounded by executions, not seconds: with a
+# duration, Go 1.26's fuzzing coordinator can fail a target with a bare
+# "context deadline exceeded" when the time runs out while a worker is busy
+# (minimising a new input, or starved of CPU), though no input failed. A count
+# has no deadline to race. FUZZ_MINIMIZE bounds each minimisation the same
+# way. The counts give 5-30 s of fuzzing per target on a 2-core machine.
+FUZZ_MINIMIZE ?= 2000x
+
 # Fragments owned by each area (shim build, e2e setup, ...) add targets and
 # append to TEST_TARGETS.
 TEST_TARGETS :=

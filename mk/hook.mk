@@ -9,7 +9,8 @@ SHIM_CFLAGS = -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden
 # libdl.so.2 by name and kept: before glibc 2.34 dlvsym lives there (see
 # hook/shim/resolve.c), and a default link drops it as unused.
 SHIM_LIBS = -Wl,--no-as-needed -l:libdl.so.2
-HOOK_FUZZTIME ?= 20s
+DECODE_FUZZTIME ?= 300000x
+HOOK_FUZZTIME ?= 100000x
 
 .PHONY: shim hook hook-fuzz hook-bench
 
@@ -27,8 +28,8 @@ hook:
 	$(GO) build -o $(BIN)/migpro-hook ./cmd/migpro-hook
 
 hook-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HOOK_FUZZTIME) ./telemetry
-	$(GO) test -run '^$$' -fuzz '^FuzzHookInput$$' -fuzztime $(HOOK_FUZZTIME) ./hook
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(DECODE_FUZZTIME) -fuzzminimizetime $(FUZZ_MINIMIZE) ./telemetry
+	$(GO) test -run '^$$' -fuzz '^FuzzHookInput$$' -fuzztime $(HOOK_FUZZTIME) -fuzzminimizetime $(FUZZ_MINIMIZE) ./hook
 
 hook-bench:
 	$(GO) test -run '^$$' -bench ShimAllocFreePair -benchtime 1000000x ./hook/shimtest

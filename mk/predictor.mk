@@ -26,8 +26,8 @@ predictor-fuzz:
 # The webhook's recommendation parsing: a planted ConfigMap's data must never
 # panic the webhook or patch anything but a container's MIG request
 # (part of make test; READMIT_FUZZTIME bounds it).
-READMIT_FUZZTIME ?= 15s
+READMIT_FUZZTIME ?= 3000x
 .PHONY: readmit-fuzz
 readmit-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzRecommendation$$' -fuzztime $(READMIT_FUZZTIME) ./readmit
+	$(GO) test -run '^$$' -fuzz '^FuzzRecommendation$$' -fuzztime $(READMIT_FUZZTIME) -fuzzminimizetime $(FUZZ_MINIMIZE) ./readmit
 TEST_TARGETS += readmit-fuzz
