@@ -69,16 +69,18 @@ func (e *engine) plan() error {
 		return nil
 	}
 	running := e.runningNow()
-	waiting := make([]*jobState, len(e.queue))
-	copy(waiting, e.queue)
-	cands := e.planCandidates()
-	best, err := e.forward(running, waiting, -1)
+	// Each waiting job's expected run time, once per plan.
+	expect := make([]float64, len(e.queue))
+	for i, j := range e.queue {
+		expect[i] = e.expectedOn(j, j.profile)
+	}
+	best, err := e.forward(running, expect, -1)
 	if err != nil {
 		return err
 	}
 	move := -1
-	for _, c := range cands {
-		v, err := e.forward(running, waiting, c)
+	for _, c := range candidates(expect) {
+		v, err := e.forward(running, expect, c)
 		if err != nil {
 			return err
 		}
@@ -91,36 +93,27 @@ func (e *engine) plan() error {
 	}
 	e.res.Moves++
 	j := e.queue[move]
+	e.queue = slices.Delete(e.queue, move, move+1)
 	j.key = [4]float64{-1e18 + e.now, float64(j.idx)}
-	slices.SortStableFunc(e.queue, func(a, b *jobState) int {
-		if less(a.key, b.key) {
-			return -1
-		}
-		if less(b.key, a.key) {
-			return 1
-		}
-		return 0
-	})
+	e.insert(j)
 	return nil
 }
 
-// planCandidates are the queue positions a plan tries at the front.
-func (e *engine) planCandidates() []int {
+// candidates are the queue positions a plan tries at the front, given
+// the waiting jobs' expected run times in queue order.
+func candidates(expect []float64) []int {
 	half := planCandidates / 2
 	seen := map[int]bool{}
 	var out []int
-	for i := 1; i < len(e.queue) && i <= half; i++ {
+	for i := 1; i < len(expect) && i <= half; i++ {
 		seen[i] = true
 		out = append(out, i)
 	}
-	byRun := make([]int, 0, len(e.queue)-1)
-	for i := 1; i < len(e.queue); i++ {
+	byRun := make([]int, 0, len(expect)-1)
+	for i := 1; i < len(expect); i++ {
 		byRun = append(byRun, i)
 	}
-	slices.SortStableFunc(byRun, func(a, b int) int {
-		ja, jb := e.queue[a], e.queue[b]
-		return cmp.Compare(e.expectedOn(ja, ja.profile), e.expectedOn(jb, jb.profile))
-	})
+	slices.SortStableFunc(byRun, func(a, b int) int { return cmp.Compare(expect[a], expect[b]) })
 	for _, i := range byRun[:min(len(byRun), half)] {
 		if !seen[i] {
 			out = append(out, i)
@@ -158,24 +151,26 @@ func (e *engine) runningNow() []Job {
 	return out
 }
 
-// forward simulates the runs in progress and the waiting jobs, the one at
-// queue position front moved first (-1: the order as it is), and returns
-// the sum of the waiting jobs' completion times from now.
-func (e *engine) forward(running []Job, waiting []*jobState, front int) (float64, error) {
-	jobs := make([]Job, 0, len(running)+len(waiting))
+// forward simulates the runs in progress and the waiting jobs (e.queue,
+// whose expected run times are expect), the one at queue position front
+// moved first (-1: the order as it is), and returns the sum of the waiting
+// jobs' completion times from now.
+func (e *engine) forward(running []Job, expect []float64, front int) (float64, error) {
+	jobs := make([]Job, 0, len(running)+len(e.queue))
 	jobs = append(jobs, running...)
-	add := func(j *jobState) {
+	add := func(i int) {
+		j := e.queue[i]
 		jobs = append(jobs, Job{
-			ID: j.job.ID, FullRuntime: max(e.expectedOn(j, j.profile), 1), Mem: Fixed(1 << 20),
+			ID: j.job.ID, FullRuntime: max(expect[i], 1), Mem: Fixed(1 << 20),
 			Profile: j.profile.Name, Key: j.job.Key,
 		})
 	}
 	if front >= 0 {
-		add(waiting[front])
+		add(front)
 	}
-	for i, j := range waiting {
+	for i := range e.queue {
 		if i != front {
-			add(j)
+			add(i)
 		}
 	}
 	cfg := e.cfg

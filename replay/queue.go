@@ -11,13 +11,18 @@ func (e *engine) enqueue(j *jobState) {
 	case LargeFirst:
 		j.key = [4]float64{-float64(j.profile.Slices), -float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
 	}
+	e.insert(j)
+	j.needAll = true
+	j.waitSince = e.now
+	e.fresh = true
+}
+
+// insert puts j into the queue at the place its key gives.
+func (e *engine) insert(j *jobState) {
 	i := sort.Search(len(e.queue), func(i int) bool { return less(j.key, e.queue[i].key) })
 	e.queue = append(e.queue, nil)
 	copy(e.queue[i+1:], e.queue[i:])
 	e.queue[i] = j
-	j.needAll = true
-	j.waitSince = e.now
-	e.fresh = true
 }
 
 func less(a, b [4]float64) bool {
