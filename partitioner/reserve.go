@@ -1,6 +1,7 @@
 package partitioner
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/migpro/migpro/gpu"
@@ -148,4 +149,30 @@ func (p *Partitioner) ReserveFor(profile string) (Reservation, error) {
 	r := Reservation{GPU: best, Profile: profile, Placement: &bestPl}
 	p.reserved = &r
 	return r, nil
+}
+
+// PlanBackfill returns what AllocateBackfill would do, without doing it.
+func (p *Partitioner) PlanBackfill(profile string) (Plan, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.decideBackfill(profile, nil)
+}
+
+// AllocateBackfill is AllocateAt for a request that may also use the slots
+// the reservation holds: the caller expects it to end before the reserved
+// request could start there anyway (the runs in its way are expected to end
+// later), so serving it costs the reserved request nothing. Only the caller
+// knows how long runs last, so only the caller can tell; the partitioner
+// never backfills on its own. Without a reservation it is AllocateAt.
+func (p *Partitioner) AllocateBackfill(ctx context.Context, profile string, pin *Pin, owner string) (Instance, Plan, error) {
+	return p.allocate(ctx, profile, owner, func() (Plan, error) { return p.decideBackfill(profile, pin) })
+}
+
+// decideBackfill decides as if no reservation stood. The caller holds p.mu,
+// so no other decision sees the reservation lifted.
+func (p *Partitioner) decideBackfill(profile string, pin *Pin) (Plan, error) {
+	r := p.reserved
+	p.reserved = nil
+	defer func() { p.reserved = r }()
+	return p.decidePinned(profile, pin)
 }

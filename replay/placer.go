@@ -196,6 +196,12 @@ func (d *dynamic) commit(j *jobState, o offer) (grant, error) {
 	if err != nil {
 		return grant{}, fmt.Errorf("node %d: allocate %s for job %s: %w", o.node, j.profile.Name, j.job.ID, err)
 	}
+	return d.granted(nd, o.node, j, inst, plan), nil
+}
+
+// granted accounts for the steps of an allocation on node n and returns
+// the grant it made.
+func (d *dynamic) granted(nd *node, n int, j *jobState, inst partitioner.Instance, plan partitioner.Plan) grant {
 	for _, s := range plan.Steps {
 		p, _ := d.model.Profile(s.Profile)
 		if s.Kind == partitioner.StepCreate {
@@ -204,7 +210,7 @@ func (d *dynamic) commit(j *jobState, o offer) (grant, error) {
 			nd.used -= p.Slices
 		}
 	}
-	return grant{node: o.node, gpu: inst.GPU, uuid: inst.UUID, profile: j.profile, placement: inst.Placement, steps: plan.Steps}, nil
+	return grant{node: n, gpu: inst.GPU, uuid: inst.UUID, profile: j.profile, placement: inst.Placement, steps: plan.Steps}
 }
 
 func (d *dynamic) better(a, b offer) bool {

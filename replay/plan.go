@@ -136,14 +136,8 @@ func (e *engine) runningNow() []Job {
 	})
 	out := make([]Job, 0, len(runs))
 	for _, r := range runs {
-		left := e.expectedOn(r.j, r.g.profile)
-		if r.started {
-			left -= e.now - r.rec.Started
-		} else {
-			left += e.ready[r.g.uuid] - e.now
-		}
 		out = append(out, Job{
-			ID: r.j.job.ID, FullRuntime: max(left, 1), Mem: Fixed(1 << 20),
+			ID: r.j.job.ID, FullRuntime: max(e.left(r), 1), Mem: Fixed(1 << 20),
 			Profile: r.g.profile.Name, Key: r.j.job.Key,
 			at: &runsAt{node: r.g.node, gpu: r.g.gpu, start: r.g.placement.Start},
 		})

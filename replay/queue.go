@@ -91,6 +91,11 @@ func (e *engine) serve() error {
 		if err != nil {
 			return err
 		}
+		if !ok && e.pol.Reserve {
+			if ok, err = e.backfill(j); err != nil {
+				return err
+			}
+		}
 		if ok {
 			if err := e.placed(j); err != nil {
 				return err

@@ -34,8 +34,9 @@ type Result struct {
 	// Replaceable those where some GPU's free and idle space could hold it
 	// (re-placing idle instances would have served it), Fragmented those
 	// where only moving instances in use would have. Reservations counts
-	// the GPUs held for a starving job.
-	Waits, Replaceable, Fragmented, Reservations int
+	// the GPUs held for a starving job, Backfills the jobs started in
+	// slots a reservation held, expected to end before it needed them.
+	Waits, Replaceable, Fragmented, Reservations, Backfills int
 	// Moves counts the waiting jobs the planner moved to the front of the
 	// queue (migpro+plan).
 	Moves int

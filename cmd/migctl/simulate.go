@@ -30,22 +30,26 @@ type simulateOpts struct {
 
 // simulateJSON is one policy's result for --output json (runs left out).
 type simulateJSON struct {
-	Policy      string  `json:"policy"`
-	Detail      string  `json:"detail"`
-	Jobs        int     `json:"jobs"`
-	Makespan    float64 `json:"makespanSeconds"`
-	Throughput  float64 `json:"jobsPerSecond"`
-	MeanJCT     float64 `json:"meanJCTSeconds"`
-	P95JCT      float64 `json:"p95JCTSeconds"`
-	MemUtil     float64 `json:"memoryUtilisation"`
-	Reconfigs   int     `json:"reconfigurations"`
-	Restarts    int     `json:"restarts"`
-	Marks       int     `json:"predictorMarks"`
-	QueueMoves  int     `json:"queueMoves"`
-	LostWork    float64 `json:"lostWorkSeconds"`
-	LowerBound  float64 `json:"lowerBoundSeconds"`
-	Ratio       float64 `json:"makespanOverLowerBound"`
-	WallSeconds float64 `json:"wallSeconds"`
+	Policy     string  `json:"policy"`
+	Detail     string  `json:"detail"`
+	Jobs       int     `json:"jobs"`
+	Makespan   float64 `json:"makespanSeconds"`
+	Throughput float64 `json:"jobsPerSecond"`
+	MeanJCT    float64 `json:"meanJCTSeconds"`
+	P95JCT     float64 `json:"p95JCTSeconds"`
+	MemUtil    float64 `json:"memoryUtilisation"`
+	Reconfigs  int     `json:"reconfigurations"`
+	Restarts   int     `json:"restarts"`
+	Marks      int     `json:"predictorMarks"`
+	QueueMoves int     `json:"queueMoves"`
+	// Reservations and Backfills: GPUs held for a starving job, and jobs
+	// started in held slots, expected to end before they were needed.
+	Reservations int     `json:"reservations"`
+	Backfills    int     `json:"backfills"`
+	LostWork     float64 `json:"lostWorkSeconds"`
+	LowerBound   float64 `json:"lowerBoundSeconds"`
+	Ratio        float64 `json:"makespanOverLowerBound"`
+	WallSeconds  float64 `json:"wallSeconds"`
 }
 
 func runSimulate(args []string, stdout io.Writer) error {
@@ -85,7 +89,7 @@ func runSimulate(args []string, stdout io.Writer) error {
 		out := make([]simulateJSON, len(results))
 		for i, r := range results {
 			out[i] = simulateJSON{r.Policy, r.Detail, r.Jobs, r.Makespan, r.Throughput, r.MeanJCT, r.P95JCT, r.MemUtil,
-				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds()}
+				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.Reservations, r.Backfills, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds()}
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

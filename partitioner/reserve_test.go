@@ -1,0 +1,74 @@
+package partitioner
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// A reservation for the whole GPU turns other profiles away from the slots
+// it holds; a backfill request may use them, and leaves the reservation
+// standing for the request it holds room for.
+func TestBackfillUsesTheReservedSlots(t *testing.T) {
+	node := newSim(t, "a100-40gb")
+	p := newPart(t, node)
+	held, _ := mustAlloc(t, p, "3g.20gb", "runner")
+	r, err := p.ReserveFor("7g.40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GPU != 0 || r.Placement == nil || r.Placement.Start != 0 || r.Placement.Size != 8 {
+		t.Fatalf("reservation %+v: want GPU 0, slots 0-7", r)
+	}
+	if _, err := p.Plan("1g.5gb"); !errors.Is(err, ErrMustWait) {
+		t.Fatalf("plan 1g.5gb under the reservation: %v, want ErrMustWait", err)
+	}
+	if _, _, err := p.Allocate(context.Background(), "1g.5gb", "small"); !errors.Is(err, ErrMustWait) {
+		t.Fatalf("allocate 1g.5gb under the reservation: %v, want ErrMustWait", err)
+	}
+	plan, err := p.PlanBackfill("1g.5gb")
+	if err != nil || plan.GPU != 0 {
+		t.Fatalf("plan backfill 1g.5gb: %+v, %v; want a plan on GPU 0", plan, err)
+	}
+	in, _, err := p.AllocateBackfill(context.Background(), "1g.5gb", nil, "small")
+	if err != nil {
+		t.Fatalf("backfill 1g.5gb: %v", err)
+	}
+	if in.Owner != "small" || in.State != InUse {
+		t.Fatalf("backfilled instance %+v: want in use by small", in)
+	}
+	agreeWithDriver(t, p, node)
+	if got, ok := p.Reserved(); !ok || got.Profile != "7g.40gb" {
+		t.Fatalf("after the backfill the reservation is %+v, %v; want 7g.40gb still held", got, ok)
+	}
+	// The reservation still turns ordinary requests away.
+	if _, _, err := p.Allocate(context.Background(), "1g.5gb", "other"); !errors.Is(err, ErrMustWait) {
+		t.Fatalf("allocate 1g.5gb after the backfill: %v, want ErrMustWait", err)
+	}
+	// Once both runs end the reserved request fits.
+	for _, u := range []string{held.UUID, in.UUID} {
+		if _, err := p.Release(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big, _ := mustAlloc(t, p, "7g.40gb", "big")
+	if big.GPU != 0 || big.Placement.Start != 0 {
+		t.Fatalf("7g.40gb at %+v", big)
+	}
+	agreeWithDriver(t, p, node)
+}
+
+// Without a reservation a backfill is an ordinary allocation, pin included.
+func TestBackfillWithoutAReservationIsAllocate(t *testing.T) {
+	p := newPart(t, newSim(t, "a100-40gb"))
+	in, _, err := p.AllocateBackfill(context.Background(), "2g.10gb", &Pin{GPU: 0, Start: 4}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Placement.Start != 4 {
+		t.Fatalf("pinned backfill at slot %d, want 4", in.Placement.Start)
+	}
+	if _, _, err := p.AllocateBackfill(context.Background(), "9g.80gb", nil, "x"); !errors.Is(err, ErrUnknownProfile) {
+		t.Fatalf("unknown profile: %v, want ErrUnknownProfile", err)
+	}
+}
