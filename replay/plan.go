@@ -2,6 +2,7 @@ package replay
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -23,6 +24,9 @@ const (
 	// planCandidates is how many waiting requests a plan tries at the front:
 	// half the oldest after the head, half the shortest expected.
 	planCandidates = 24
+	// planMoves is how many moves one plan may make: after a move it plans
+	// again from the new order.
+	planMoves = 2
 )
 
 // runsAt pins a job of the planner's forward simulation to the place where
@@ -60,13 +64,26 @@ func (e *engine) expectedOn(j *jobState, p Profile) float64 {
 	return e.expected(j)
 }
 
-// plan runs the planner once and moves at most one waiting job to the
-// front of the queue. It does nothing before any run has finished (nothing
-// is known of run times yet).
+// plan runs the planner: up to planMoves times, it moves the waiting job
+// whose move helps most to the front of the queue, and stops early when no
+// move helps.
 func (e *engine) plan() error {
 	e.planDue = false
+	for range planMoves {
+		moved, err := e.planOne()
+		if err != nil || !moved {
+			return err
+		}
+	}
+	return nil
+}
+
+// planOne moves at most one waiting job to the front of the queue and
+// reports whether it did. It does nothing before any run has finished
+// (nothing is known of run times yet).
+func (e *engine) planOne() (bool, error) {
 	if len(e.queue) < 2 || len(e.runN) == 0 {
-		return nil
+		return false, nil
 	}
 	running := e.runningNow()
 	// Each waiting job's expected run time, once per plan.
@@ -76,27 +93,29 @@ func (e *engine) plan() error {
 	}
 	best, err := e.forward(running, expect, -1)
 	if err != nil {
-		return err
+		return false, err
 	}
 	move := -1
 	for _, c := range candidates(expect) {
 		v, err := e.forward(running, expect, c)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if v < best-1e-9 {
 			best, move = v, c
 		}
 	}
 	if move < 0 {
-		return nil
+		return false, nil
 	}
 	e.res.Moves++
 	j := e.queue[move]
 	e.queue = slices.Delete(e.queue, move, move+1)
-	j.key = [4]float64{-1e18 + e.now, float64(j.idx)}
+	// The very front, ahead of jobs moved before it, as the forward
+	// simulation had it: later moves sort first.
+	j.key = [4]float64{math.Inf(-1), -float64(e.res.Moves)}
 	e.insert(j)
-	return nil
+	return true, nil
 }
 
 // candidates are the queue positions a plan tries at the front, given
