@@ -123,7 +123,7 @@ func (s *slot) victims(committed geometry.State, idle map[int]bool, o geometry.O
 	var out, rest []int
 	for key := range idle {
 		r := s.records[key]
-		if r.Placement.Start < need.End() && need.Start < r.Placement.End() {
+		if r.Placement.Overlaps(need) {
 			out = append(out, key)
 		} else {
 			rest = append(rest, key)

@@ -82,20 +82,18 @@ func (p *Partitioner) reservationClear(s *slot, profile string, pl gpu.Placement
 	if r == nil || r.GPU != s.dev.Index() || r.Profile == profile {
 		return true
 	}
-	if r.Placement == nil || overlaps(pl, *r.Placement) {
+	if r.Placement == nil || pl.Overlaps(*r.Placement) {
 		return false
 	}
 	// The reserved instance's compute slices must stay available too.
 	slices := s.profiles[profile].Slices + s.profiles[r.Profile].Slices
 	for _, in := range s.records {
-		if in.State != Idle && !overlaps(in.Placement, *r.Placement) {
+		if in.State != Idle && !in.Placement.Overlaps(*r.Placement) {
 			slices += s.profiles[in.Profile].Slices
 		}
 	}
 	return slices <= s.geo.Slices
 }
-
-func overlaps(a, b gpu.Placement) bool { return a.Start < b.End() && b.Start < a.End() }
 
 // ReserveFor reserves, for a request of profile that keeps waiting, the
 // placement closest to holding it: among the GPUs offering the profile, the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -32,7 +31,7 @@ func (e *engine) shadow() (float64, bool) {
 	}
 	at := e.now
 	for run := range e.active {
-		if run.g.node != r.node || run.g.gpu != r.gpu || !overlaps(run.g.placement, *rv.Placement) {
+		if run.g.node != r.node || run.g.gpu != r.gpu || !run.g.placement.Overlaps(*rv.Placement) {
 			continue
 		}
 		at = max(at, e.now+e.left(run))
@@ -90,5 +89,3 @@ func (d *dynamic) backfill(j *jobState, n int) (grant, bool, error) {
 	}
 	return d.granted(nd, n, j, inst, plan), true, nil
 }
-
-func overlaps(a, b gpu.Placement) bool { return a.Start < b.End() && b.Start < a.End() }
