@@ -86,13 +86,12 @@ type engine struct {
 	memo [][]uint64
 	scan uint64
 
-	jobs   []*jobState
-	resv   *reservation
-	runSum map[string]float64
-	runN   map[string]int
-	// keyRuns is each workload's mean run time on each profile, over the
-	// runs finished so far (migpro+plan's expected run times).
-	keyRuns means
+	jobs []*jobState
+	resv *reservation
+	// profileRuns is the mean run time per profile, and over every run,
+	// of the runs finished so far; keyRuns per workload and profile
+	// (migpro+plan's expected run times).
+	profileRuns, keyRuns means
 	// arrivals counts arrivals; planDue asks the next pass to plan.
 	arrivals int
 	planDue  bool

@@ -33,10 +33,12 @@ const (
 // its run is now.
 type runsAt struct{ node, gpu, start int }
 
-// means keeps a mean per key.
+// means keeps a mean per key and over every value.
 type means struct {
-	sum map[string]float64
-	n   map[string]int
+	sum   map[string]float64
+	n     map[string]int
+	total float64
+	count int
 }
 
 func (m *means) add(k string, v float64) {
@@ -45,6 +47,16 @@ func (m *means) add(k string, v float64) {
 	}
 	m.sum[k] += v
 	m.n[k]++
+	m.total += v
+	m.count++
+}
+
+// overall is the mean over every value added; zero before any.
+func (m *means) overall() float64 {
+	if m.count == 0 {
+		return 0
+	}
+	return m.total / float64(m.count)
 }
 
 func (m *means) mean(k string) (float64, bool) {
@@ -82,7 +94,7 @@ func (e *engine) plan() error {
 // reports whether it did. It does nothing before any run has finished
 // (nothing is known of run times yet).
 func (e *engine) planOne() (bool, error) {
-	if len(e.queue) < 2 || len(e.runN) == 0 {
+	if len(e.queue) < 2 || e.profileRuns.count == 0 {
 		return false, nil
 	}
 	running := e.runningNow()

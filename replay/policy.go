@@ -76,8 +76,9 @@ type Policy struct {
 	// PCIeAware prefers, for PCIe-heavy jobs, the GPU with the fewest
 	// PCIe-heavy runs.
 	PCIeAware bool
-	// Plan lets a planner over the known queue move one waiting job to the
-	// front at every planEvery-th arrival (migpro only; see plan.go).
+	// Plan lets a planner over the known queue move up to planMoves waiting
+	// jobs to the front at every planEvery-th arrival (migpro only; see
+	// plan.go).
 	// migpro+plan pairs it with Reserve, which keeps a job the plans keep
 	// passing over from starving.
 	Plan bool

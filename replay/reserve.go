@@ -156,16 +156,8 @@ func (e *engine) classifyWait(j *jobState) {
 // every run finished so far (what an agent can measure: how long instances
 // of each profile were held). It is zero before any run has finished.
 func (e *engine) expected(j *jobState) float64 {
-	if n := e.runN[j.profile.Name]; n > 0 {
-		return e.runSum[j.profile.Name] / float64(n)
+	if v, ok := e.profileRuns.mean(j.profile.Name); ok {
+		return v
 	}
-	sum, n := 0.0, 0
-	for k, v := range e.runSum {
-		sum += v
-		n += e.runN[k]
-	}
-	if n == 0 {
-		return 0
-	}
-	return sum / float64(n)
+	return e.profileRuns.overall()
 }

@@ -188,11 +188,7 @@ func (e *engine) end(r *run, outcome Outcome) error {
 	e.res.Runs = append(e.res.Runs, r.rec)
 	j := r.j
 	if outcome == Finished {
-		if e.runSum == nil {
-			e.runSum, e.runN = map[string]float64{}, map[string]int{}
-		}
-		e.runSum[r.g.profile.Name] += e.now - r.rec.Started
-		e.runN[r.g.profile.Name]++
+		e.profileRuns.add(r.g.profile.Name, e.now-r.rec.Started)
 		e.keyRuns.add(j.job.Key+"\x00"+r.g.profile.Name, e.now-r.rec.Started)
 		j.done, j.completion = true, e.now
 		if e.pred != nil {
