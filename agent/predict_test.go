@@ -290,3 +290,65 @@ func TestWorkloadKeyStripsGeneratedSuffixes(t *testing.T) {
 		t.Errorf("no key expected, got %q", got)
 	}
 }
+
+// endsWhileJudging ends a container between the predictor's mark and the
+// watch recording it, as a poststop hook may when it races a sample.
+type endsWhileJudging struct {
+	predictors
+	end    func()
+	marked bool
+}
+
+func (p *endsWhileJudging) Observe(id string, s predictor.Sample) (predictor.Decision, bool) {
+	d, marked := p.predictors.Observe(id, s)
+	if marked && !p.marked {
+		p.marked = true
+		p.end()
+	}
+	return d, marked
+}
+
+// A mark that lands after its container ended has no one to move: it is
+// neither recorded nor listed on /v1/marks, and nothing of the container
+// stays behind.
+func TestMarkAfterTheContainerEndedIsDropped(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	e.cfg.PollEvery = time.Hour // the test feeds the samples itself
+	e.cfg.Predictor = compressedTime
+	a := e.start(t)
+	c := runAgent(t, a)
+	r, err := c.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, capacity, err := a.InstanceMemory(r.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(t, a.cfg.Socket, "ctr", r.UUID)
+	racer := &endsWhileJudging{predictors: a.watch.tracker, end: func() {
+		if err := a.watch.svc.Deregister("ctr"); err != nil {
+			t.Error(err)
+		}
+	}}
+	a.watch.tracker = racer
+	// A ramp from 10% to 100% of the instance over three seconds of sample
+	// time, one sample per 20 ms bin, marks well before the end.
+	t0 := time.Now()
+	for i := 0; i <= 150 && !racer.marked; i++ {
+		used := uint64((0.1 + 0.9*float64(i)/150) * float64(capacity))
+		a.watch.onSample("ctr", telemetry.Sample{At: t0.Add(time.Duration(i) * 20 * time.Millisecond), UsedBytes: used, Source: telemetry.SourceNVML})
+	}
+	if !racer.marked {
+		t.Fatal("the ramp was never marked: the race was not exercised")
+	}
+	if d, ok := getMarks(t, a.cfg.Socket)["ctr"]; ok {
+		t.Fatalf("/v1/marks lists the ended container: %+v", d)
+	}
+	a.watch.mu.Lock()
+	_, started := a.watch.started["ctr"]
+	a.watch.mu.Unlock()
+	if started {
+		t.Fatal("per-container state kept after the end")
+	}
+}

@@ -23,7 +23,7 @@ import (
 type watch struct {
 	a       *Agent
 	svc     *telemetry.Service
-	tracker *predictor.Tracker
+	tracker predictors
 	history *estimator.History
 
 	mu      sync.Mutex
@@ -31,6 +31,15 @@ type watch struct {
 	marks   map[string]predictor.Decision
 	onMark  []func(Mark)
 	onEnd   []func(End)
+}
+
+// predictors is what the watch needs of the per-container predictors
+// (predictor.Tracker); a test wraps it to end a container while a sample is
+// being judged.
+type predictors interface {
+	Start(id string, cfg predictor.Config) error
+	Observe(id string, s predictor.Sample) (predictor.Decision, bool)
+	Stop(id string) (peak uint64, ok bool)
 }
 
 // Mark is a container the predictor expects to run out of memory on its
