@@ -92,6 +92,9 @@ type engine struct {
 	// of the runs finished so far; keyRuns per workload and profile
 	// (migpro+plan's expected run times).
 	profileRuns, keyRuns means
+	// packMemo memoises the usable slices of a GPU's free space
+	// (PackFirst).
+	packMemo map[packKey]int
 	// arrivals counts arrivals; planDue asks the next pass to plan.
 	arrivals int
 	planDue  bool
@@ -311,7 +314,7 @@ func (e *engine) handle(ev event) error {
 			j.sized = e.pred.learned
 		}
 		e.enqueue(j)
-		if e.pol.Plan {
+		if e.pol.Plan && !e.oneGPU() {
 			e.arrivals++
 			e.planDue = e.planDue || e.arrivals%planEvery == 0
 		}

@@ -32,6 +32,10 @@ type offer struct {
 	loss, gpuLoss float64
 	memory        uint64 // instance memory (static best fit)
 	pin           *partitioner.Pin
+	// gpu and mask are where the plan puts the instance (dynamic policies):
+	// its GPU on the node and its memory slots.
+	gpu  int
+	mask uint16
 }
 
 // placer is how a policy turns a request into an instance. plan answers
@@ -135,6 +139,12 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	}
 	if plan.Before == 0 {
 		o.kept = [2]int{1, 1}
+	}
+	o.gpu = plan.GPU
+	if plan.Reuse != nil {
+		o.mask = maskOf(plan.Reuse.Placement.Start, plan.Reuse.Placement.Size)
+	} else if n := len(plan.Steps); n > 0 {
+		o.mask = maskOf(plan.Steps[n-1].Placement.Start, plan.Steps[n-1].Placement.Size)
 	}
 	o.heavy = nd.gpus[plan.GPU].heavyHeld
 	if heavy && o.heavy > 0 {

@@ -82,6 +82,10 @@ type Policy struct {
 	// migpro+plan pairs it with Reserve, which keeps a job the plans keep
 	// passing over from starving.
 	Plan bool
+	// PackFirst makes each scan serve first the waiting jobs whose
+	// placement strands no compute slice, then the others (nodes of one GPU
+	// model; see pack.go).
+	PackFirst bool
 }
 
 // Policies are the standard policies: (1) sequential, (2) static, (3)
@@ -103,7 +107,7 @@ func Policies() []Policy {
 		{Name: "migpro/A-largest", Kind: Migpro, Order: LargeFirst},
 		{Name: "migpro/B-fifo", Kind: Migpro, Order: FIFO},
 		{Name: "migpro+pcie", Kind: Migpro, PCIeAware: true},
-		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true},
+		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true, PackFirst: true},
 	}
 }
 

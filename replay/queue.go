@@ -65,6 +65,11 @@ func (e *engine) serve() error {
 	for n := range all {
 		all[n] = n
 	}
+	if e.packFirst() {
+		if err := e.servePacked(dirty, all); err != nil {
+			return err
+		}
+	}
 	keep := e.queue[:0]
 	blocked := false
 	for i, j := range e.queue {
@@ -118,8 +123,42 @@ func (e *engine) serve() error {
 	return nil
 }
 
+// servePacked is a scan's first pass under PackFirst: it starts, in queue
+// order, the waiting jobs whose placement strands no compute slice.
+func (e *engine) servePacked(dirty, all []int) error {
+	keep := e.queue[:0]
+	for _, j := range e.queue {
+		nodes := dirty
+		if j.needAll {
+			nodes = all
+		}
+		ok, err := e.placeIf(j, nodes, e.strands)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			keep = append(keep, j)
+			continue
+		}
+		if err := e.placed(j); err != nil {
+			return err
+		}
+	}
+	for i := len(keep); i < len(e.queue); i++ {
+		e.queue[i] = nil
+	}
+	e.queue = keep
+	return nil
+}
+
 // place offers j to nodes and starts it on the best one that can take it.
 func (e *engine) place(j *jobState, nodes []int) (bool, error) {
+	return e.placeIf(j, nodes, nil)
+}
+
+// placeIf is place, except that it leaves j waiting when the best offer is
+// one skip refuses.
+func (e *engine) placeIf(j *jobState, nodes []int, skip func(offer, *jobState) bool) (bool, error) {
 	p := e.model.rank(j.profile.Name)
 	var best offer
 	found := false
@@ -139,7 +178,7 @@ func (e *engine) place(j *jobState, nodes []int) (bool, error) {
 			best, found = o, true
 		}
 	}
-	if !found {
+	if !found || (skip != nil && skip(best, j)) {
 		return false, nil
 	}
 	g, err := e.pl.commit(j, best)

@@ -1,0 +1,74 @@
+package replay
+
+// Packing first (policies with PackFirst). Arrival order with backfill
+// hands room that frees up to the oldest job that fits, wherever the
+// partitioner puts it. On an A100 two 3g.20gb instances hold all eight
+// memory slots and six of the seven compute slices: the seventh idles while
+// both run, however many 1g requests wait. A scan under PackFirst first
+// serves, in queue order, the waiting jobs whose placement leaves every
+// free compute slice usable, and only then the others, in queue order as
+// before. Nothing is held back: a job that strands a slice still starts in
+// the same scan if it fits after the others. It applies to nodes of one
+// GPU model; on a mixed node the GPU that alone offers a profile (the
+// H100's 7g.80gb) filled sooner with the small jobs served first, and the
+// measurements lost more there than they gained (docs/simulate.md).
+
+// packKey is a GPU's held memory slots and free compute slices, under one
+// GPU model.
+type packKey struct {
+	model *Model
+	held  uint16
+	room  int
+}
+
+// packFirst reports whether this run serves jobs that strand no slice
+// first.
+func (e *engine) packFirst() bool {
+	return e.pol.PackFirst && e.model.perGPU == nil
+}
+
+// strands reports whether offer o for j leaves compute slices of its GPU
+// that no placement can use while the instances held there stay, and that
+// could be used before it.
+func (e *engine) strands(o offer, j *jobState) bool {
+	if o.mask == 0 {
+		return false
+	}
+	gs := e.nodes[o.node].gpus[o.gpu]
+	return e.stranded(gs.model, gs.heldSlots|o.mask, gs.heldSlices+j.profile.Slices) >
+		e.stranded(gs.model, gs.heldSlots, gs.heldSlices)
+}
+
+// stranded is how many of a GPU's free compute slices no combination of
+// legal placements in its free memory slots can use.
+func (e *engine) stranded(m *Model, held uint16, slices int) int {
+	free := m.Slices - slices
+	return free - e.usable(packKey{m, held, free})
+}
+
+// usable is the most compute slices that instances placed in the free
+// memory slots of k can use together, memoised per run.
+func (e *engine) usable(k packKey) int {
+	if v, ok := e.packMemo[k]; ok {
+		return v
+	}
+	best := 0
+	for _, p := range k.model.Profiles {
+		if p.Slices > k.room || best == k.room {
+			continue
+		}
+		for _, mask := range k.model.masks[p.Name] {
+			if mask&k.held == 0 {
+				best = max(best, p.Slices+e.usable(packKey{k.model, k.held | mask, k.room - p.Slices}))
+			}
+		}
+	}
+	if e.packMemo == nil {
+		e.packMemo = map[packKey]int{}
+	}
+	e.packMemo[k] = best
+	return best
+}
+
+// maskOf is a placement's memory slots as a bit mask.
+func maskOf(start, size int) uint16 { return uint16((1<<size - 1) << start) }

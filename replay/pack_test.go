@@ -1,0 +1,74 @@
+package replay
+
+import (
+	"fmt"
+	"testing"
+)
+
+// On an A100, a 3g.20gb beside another 3g.20gb holds every memory slot and
+// leaves a compute slice no instance can use; beside free slots it strands
+// nothing.
+func TestStrandedSlices(t *testing.T) {
+	m := model(t)
+	e := &engine{}
+	for _, c := range []struct {
+		name   string
+		held   uint16
+		slices int
+		want   int
+	}{
+		{"empty GPU", 0, 0, 0},
+		{"3g.20gb in the top half", maskOf(4, 4), 3, 0},
+		{"two 3g.20gb", maskOf(0, 4) | maskOf(4, 4), 6, 1},
+		{"4g.20gb and 1g.5gb in slot 4", maskOf(0, 4) | maskOf(4, 1), 5, 0},
+		{"1g.10gb in slots 6-7 beside a 3g.20gb and a 2g.10gb", maskOf(6, 2) | maskOf(0, 4) | maskOf(4, 2), 6, 1},
+		{"a full layout", maskOf(0, 2) | maskOf(2, 2) | maskOf(4, 4), 7, 0},
+	} {
+		if got := e.stranded(m, c.held, c.slices); got != c.want {
+			t.Errorf("%s: %d slices stranded, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// When a 4g.20gb ends beside a long 3g.20gb, arrival order gives its half
+// of the GPU to the waiting 3g.20gb, which strands a slice, and the four
+// 1g.5gb behind it wait for the long run. Packing first starts the four
+// 1g.5gb there instead, and the 3g.20gb takes the other half when the long
+// run ends. migpro+plan on one GPU neither plans nor reserves, so only
+// packing first tells it from migpro here.
+func TestPackFirstServesJobsThatStrandNothing(t *testing.T) {
+	jobs := []Job{
+		{ID: "long-3g", FullRuntime: 1000, Mem: Fixed(10 * GiB), Profile: "3g.20gb"},
+		{ID: "short-4g", FullRuntime: 100, Mem: Fixed(10 * GiB), Profile: "4g.20gb"},
+		{ID: "next-3g", Arrival: 1, FullRuntime: 1000, Mem: Fixed(10 * GiB), Profile: "3g.20gb"},
+	}
+	for i := range 4 {
+		jobs = append(jobs, Job{ID: fmt.Sprintf("small-%d", i), Arrival: float64(2 + i), FullRuntime: 1000, Mem: Fixed(2 * GiB), Profile: "1g.5gb"})
+	}
+	cfg := oneGPU
+	cfg.NoNVMLCost, cfg.Check = true, true
+	started := func(r *Result) map[string]float64 {
+		s := map[string]float64{}
+		for _, run := range r.Runs {
+			s[run.Job] = run.Started
+		}
+		return s
+	}
+	arrival := started(simRun(t, jobs, cfg, policy(t, "migpro")))
+	if arrival["short-4g"] != 0 || arrival["next-3g"] != 100 || arrival["small-0"] < 1000 {
+		t.Fatalf("arrival order (migpro) started %v; want the 4g at 0, the next 3g at 100 s and the 1g jobs after 1000 s (test premise)", arrival)
+	}
+	packed := simRun(t, jobs, cfg, policy(t, "migpro+plan"))
+	got := started(packed)
+	for i := range 4 {
+		if id := fmt.Sprintf("small-%d", i); got[id] != 100 {
+			t.Errorf("%s started at %.0f s, want 100 s, when the 4g.20gb ended", id, got[id])
+		}
+	}
+	if got["next-3g"] != 1000 {
+		t.Errorf("next-3g started at %.0f s, want 1000 s, when the long 3g.20gb ended", got["next-3g"])
+	}
+	if packed.Reservations != 0 || packed.Moves != 0 {
+		t.Errorf("one GPU: %d reservations and %d planned moves, want none", packed.Reservations, packed.Moves)
+	}
+}
