@@ -92,9 +92,10 @@ type engine struct {
 	// of the runs finished so far; keyRuns per workload and profile
 	// (migpro+plan's expected run times).
 	profileRuns, keyRuns means
-	// packMemo memoises the usable slices of a GPU's free space
-	// (PackFirst).
+	// packMemo memoises the usable slices of a GPU's free space, and
+	// packWant is the profiles waiting at the scan's start (PackFirst).
 	packMemo map[packKey]int
+	packWant uint64
 	// arrivals counts arrivals; planDue asks the next pass to plan.
 	arrivals int
 	planDue  bool

@@ -6,44 +6,48 @@ package replay
 // memory slots and six of the seven compute slices: the seventh idles while
 // both run, however many 1g requests wait. A scan under PackFirst first
 // serves, in queue order, the waiting jobs whose placement leaves every
-// free compute slice usable, and only then the others, in queue order as
-// before. Nothing is held back: a job that strands a slice still starts in
-// the same scan if it fits after the others. It applies to nodes of one
-// GPU model; on a mixed node the GPU that alone offers a profile (the
-// H100's 7g.80gb) filled sooner with the small jobs served first, and the
-// measurements lost more there than they gained (docs/simulate.md).
+// free compute slice usable by the requests waiting, and only then the
+// others, in queue order as before. Nothing is held back: a job that
+// strands a slice still starts in the same scan if it fits after the
+// others. A slice counts as usable when some combination of placements of
+// the profiles waiting, in the GPU's free memory slots, could use it: a
+// slice only a profile nobody asks for could use is already lost.
 
 // packKey is a GPU's held memory slots and free compute slices, under one
-// GPU model.
+// GPU model, and the profiles wanted (bits by the node model's rank).
 type packKey struct {
 	model *Model
 	held  uint16
 	room  int
+	want  uint64
 }
 
-// packFirst reports whether this run serves jobs that strand no slice
-// first.
-func (e *engine) packFirst() bool {
-	return e.pol.PackFirst && e.model.perGPU == nil
+// wantedNow is the set of profiles waiting in the queue, as packKey bits.
+func (e *engine) wantedNow() uint64 {
+	var want uint64
+	for _, j := range e.queue {
+		want |= 1 << e.model.rank(j.profile.Name)
+	}
+	return want
 }
 
 // strands reports whether offer o for j leaves compute slices of its GPU
-// that no placement can use while the instances held there stay, and that
-// could be used before it.
+// that no placement of a waiting profile can use while the instances held
+// there stay, and that could be used before it.
 func (e *engine) strands(o offer, j *jobState) bool {
 	if o.mask == 0 {
 		return false
 	}
 	gs := e.nodes[o.node].gpus[o.gpu]
-	return e.stranded(gs.model, gs.heldSlots|o.mask, gs.heldSlices+j.profile.Slices) >
-		e.stranded(gs.model, gs.heldSlots, gs.heldSlices)
+	return e.stranded(gs.model, gs.heldSlots|o.mask, gs.heldSlices+j.profile.Slices, e.packWant) >
+		e.stranded(gs.model, gs.heldSlots, gs.heldSlices, e.packWant)
 }
 
 // stranded is how many of a GPU's free compute slices no combination of
-// legal placements in its free memory slots can use.
-func (e *engine) stranded(m *Model, held uint16, slices int) int {
+// legal placements of the wanted profiles in its free memory slots can use.
+func (e *engine) stranded(m *Model, held uint16, slices int, want uint64) int {
 	free := m.Slices - slices
-	return free - e.usable(packKey{m, held, free})
+	return free - e.usable(packKey{m, held, free, want})
 }
 
 // usable is the most compute slices that instances placed in the free
@@ -54,12 +58,12 @@ func (e *engine) usable(k packKey) int {
 	}
 	best := 0
 	for _, p := range k.model.Profiles {
-		if p.Slices > k.room || best == k.room {
+		if p.Slices > k.room || best == k.room || k.want&(1<<e.model.rank(p.Name)) == 0 {
 			continue
 		}
 		for _, mask := range k.model.masks[p.Name] {
 			if mask&k.held == 0 {
-				best = max(best, p.Slices+e.usable(packKey{k.model, k.held | mask, k.room - p.Slices}))
+				best = max(best, p.Slices+e.usable(packKey{k.model, k.held | mask, k.room - p.Slices, k.want}))
 			}
 		}
 	}

@@ -7,25 +7,30 @@ import (
 
 // On an A100, a 3g.20gb beside another 3g.20gb holds every memory slot and
 // leaves a compute slice no instance can use; beside free slots it strands
-// nothing.
+// nothing, unless only 3g.20gb requests wait: then the fourth free slice
+// is lost as well.
 func TestStrandedSlices(t *testing.T) {
 	m := model(t)
-	e := &engine{}
+	e := &engine{model: m}
+	all, only3g := ^uint64(0), uint64(1)<<m.rank("3g.20gb")
 	for _, c := range []struct {
 		name   string
 		held   uint16
 		slices int
-		want   int
+		want   uint64
+		lost   int
 	}{
-		{"empty GPU", 0, 0, 0},
-		{"3g.20gb in the top half", maskOf(4, 4), 3, 0},
-		{"two 3g.20gb", maskOf(0, 4) | maskOf(4, 4), 6, 1},
-		{"4g.20gb and 1g.5gb in slot 4", maskOf(0, 4) | maskOf(4, 1), 5, 0},
-		{"1g.10gb in slots 6-7 beside a 3g.20gb and a 2g.10gb", maskOf(6, 2) | maskOf(0, 4) | maskOf(4, 2), 6, 1},
-		{"a full layout", maskOf(0, 2) | maskOf(2, 2) | maskOf(4, 4), 7, 0},
+		{"empty GPU", 0, 0, all, 0},
+		{"3g.20gb in the top half", maskOf(4, 4), 3, all, 0},
+		{"3g.20gb in the top half, only 3g.20gb waiting", maskOf(4, 4), 3, only3g, 1},
+		{"two 3g.20gb", maskOf(0, 4) | maskOf(4, 4), 6, all, 1},
+		{"4g.20gb and 1g.5gb in slot 4", maskOf(0, 4) | maskOf(4, 1), 5, all, 0},
+		{"1g.10gb in slots 6-7 beside a 3g.20gb and a 2g.10gb", maskOf(6, 2) | maskOf(0, 4) | maskOf(4, 2), 6, all, 1},
+		{"a full layout", maskOf(0, 2) | maskOf(2, 2) | maskOf(4, 4), 7, all, 0},
+		{"empty GPU, nothing waiting", 0, 0, 0, 7},
 	} {
-		if got := e.stranded(m, c.held, c.slices); got != c.want {
-			t.Errorf("%s: %d slices stranded, want %d", c.name, got, c.want)
+		if got := e.stranded(m, c.held, c.slices, c.want); got != c.lost {
+			t.Errorf("%s: %d slices stranded, want %d", c.name, got, c.lost)
 		}
 	}
 }

@@ -83,8 +83,8 @@ type Policy struct {
 	// passing over from starving.
 	Plan bool
 	// PackFirst makes each scan serve first the waiting jobs whose
-	// placement strands no compute slice, then the others (nodes of one GPU
-	// model; see pack.go).
+	// placement strands no compute slice the waiting requests could use,
+	// then the others (see pack.go).
 	PackFirst bool
 }
 

@@ -65,7 +65,7 @@ func (e *engine) serve() error {
 	for n := range all {
 		all[n] = n
 	}
-	if e.packFirst() {
+	if e.pol.PackFirst {
 		if err := e.servePacked(dirty, all); err != nil {
 			return err
 		}
@@ -126,6 +126,7 @@ func (e *engine) serve() error {
 // servePacked is a scan's first pass under PackFirst: it starts, in queue
 // order, the waiting jobs whose placement strands no compute slice.
 func (e *engine) servePacked(dirty, all []int) error {
+	e.packWant = e.wantedNow()
 	keep := e.queue[:0]
 	for _, j := range e.queue {
 		nodes := dirty
