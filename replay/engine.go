@@ -96,6 +96,10 @@ type engine struct {
 	// packWant is the profiles waiting at the scan's start (PackFirst).
 	packMemo map[packKey]int
 	packWant uint64
+	// quiet counts the runs finished since the last arrival: the planner
+	// also plans at every planEvery-th of them, so a batch, whose jobs all
+	// arrive at once, is planned too.
+	quiet int
 	// arrivals counts arrivals; planDue asks the next pass to plan.
 	arrivals int
 	planDue  bool
@@ -316,6 +320,7 @@ func (e *engine) handle(ev event) error {
 		}
 		e.enqueue(j)
 		if e.pol.Plan && !e.oneGPU() {
+			e.quiet = 0
 			e.arrivals++
 			e.planDue = e.planDue || e.arrivals%planEvery == 0
 		}

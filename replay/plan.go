@@ -19,7 +19,8 @@ import (
 // later arrival is known to it.
 
 const (
-	// planEvery plans at every planEvery-th arrival.
+	// planEvery plans at every planEvery-th arrival, and at every
+	// planEvery-th finished run since the last arrival.
 	planEvery = 5
 	// planCandidates is how many waiting requests a plan tries at the front:
 	// half the oldest after the head, half the shortest expected.
