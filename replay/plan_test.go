@@ -60,12 +60,11 @@ func TestPlanKeepsTheInvariants(t *testing.T) {
 }
 
 // A batch arrives at once, so no arrival comes to plan at: the planner
-// plans at finished runs instead, once a run time is known. On the small
-// mix (280 jobs at time zero, eight A100s) it moves jobs and cuts mean JCT
-// below first-fit's, which migpro+reserve's arrival order only ties
-// (measured: 1.047× and 1.000×).
+// plans at finished runs instead, once a run time is known. On 200 jobs of
+// the small mix at time zero on eight A100s it moves jobs and cuts mean JCT
+// below first-fit's, which migpro+reserve's arrival order only ties.
 func TestPlanPlansABatch(t *testing.T) {
-	jobs, err := Generate(MixSpec{Name: "small", Seed: 1}, model(t))
+	jobs, err := Generate(MixSpec{Name: "small", Jobs: 200, Seed: 1}, model(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,5 +80,7 @@ func TestPlanPlansABatch(t *testing.T) {
 	}
 	if r := ff.MeanJCT / plan.MeanJCT; r < 1.03 {
 		t.Errorf("first-fit's mean JCT %.0f s ÷ migpro+plan's %.0f s = %.3f, want ≥ 1.03", ff.MeanJCT, plan.MeanJCT, r)
+	} else {
+		t.Logf("first-fit ÷ migpro+plan %.3f, ÷ migpro+reserve %.3f, %d moves", r, ff.MeanJCT/res.MeanJCT, plan.Moves)
 	}
 }
