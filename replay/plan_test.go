@@ -21,7 +21,7 @@ func onlineCase(t *testing.T, model string, gpus int, load float64, seed uint64)
 // On two A100s at load 0.9 (seed 1), arrival order with backfill leaves
 // first-fit, migpro and migpro with reservations within 10% of each other;
 // planning over the known queue cuts mean JCT by more than that (measured:
-// first-fit's is 1.17× migpro+plan's, migpro+reserve's 1.22×).
+// first-fit's is 1.21× migpro+plan's, migpro+reserve's 1.26×).
 func TestPlanBeatsArrivalOrder(t *testing.T) {
 	jobs, cfg := onlineCase(t, "a100-40gb", 2, 0.9, 1)
 	ff := simRun(t, jobs, cfg, policy(t, "first-fit"))
