@@ -190,19 +190,28 @@ func TestContainerEndRecordsWorkloadPeak(t *testing.T) {
 	}
 }
 
+// agentFedByTest runs an agent whose telemetry samples the test feeds
+// itself (the poller waits an hour), on compressed predictor time, with
+// one 1g.5gb allocated for owner.
+func agentFedByTest(t *testing.T, owner string) (*Agent, client.AllocResponse) {
+	t.Helper()
+	e := newEnv(t, "a100-40gb")
+	e.cfg.PollEvery = time.Hour
+	e.cfg.Predictor = compressedTime
+	a := e.start(t)
+	c := runAgent(t, a)
+	r, err := c.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, r
+}
+
 // A container that ends while its first sample is starting its predictor
 // (the poststop hook racing a poll) leaves neither a predictor nor any
 // per-container state behind, whichever side wins.
 func TestContainerEndRacingFirstSampleLeavesNothing(t *testing.T) {
-	e := newEnv(t, "a100-40gb")
-	e.cfg.PollEvery = time.Hour // the test feeds the samples itself
-	e.cfg.Predictor = compressedTime
-	a := e.start(t)
-	c := runAgent(t, a)
-	r, err := c.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: "race"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, r := agentFedByTest(t, "race")
 	for i := range 300 {
 		id := fmt.Sprintf("ctr%d", i)
 		register(t, a.cfg.Socket, id, r.UUID)
@@ -312,15 +321,7 @@ func (p *endsWhileJudging) Observe(id string, s predictor.Sample) (predictor.Dec
 // neither recorded nor listed on /v1/marks, and nothing of the container
 // stays behind.
 func TestMarkAfterTheContainerEndedIsDropped(t *testing.T) {
-	e := newEnv(t, "a100-40gb")
-	e.cfg.PollEvery = time.Hour // the test feeds the samples itself
-	e.cfg.Predictor = compressedTime
-	a := e.start(t)
-	c := runAgent(t, a)
-	r, err := c.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: "late"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, r := agentFedByTest(t, "late")
 	_, capacity, err := a.InstanceMemory(r.UUID)
 	if err != nil {
 		t.Fatal(err)
