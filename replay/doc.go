@@ -17,7 +17,9 @@
 // run's memory series to the predictor, which marks a run before it runs out
 // of memory and names the profile to restart it on. Policy migpro+plan
 // orders the wait queue with a planner that simulates the node forward from
-// what it knows now (plan.go).
+// what it knows now (plan.go), and each scan starts first the waiting jobs
+// whose placement strands no compute slice the waiting requests could use
+// (pack.go).
 //
 // Time is simulated: nothing sleeps. NVML creates and destroys cost
 // 0.1–0.4 s of simulated time by instance size (NVMLCost) and are
