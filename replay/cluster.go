@@ -90,7 +90,7 @@ func LoadModel(name string) (*Model, error) {
 			continue
 		}
 		for _, pl := range p.Placements {
-			m.masks[p.Name] = append(m.masks[p.Name], uint16((1<<pl.Size-1)<<pl.Start))
+			m.masks[p.Name] = append(m.masks[p.Name], maskOf(pl))
 		}
 		m.Slots = max(m.Slots, p.Placements[0].Size)
 		m.Slices = max(m.Slices, p.Slices)

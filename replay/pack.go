@@ -1,5 +1,7 @@
 package replay
 
+import "github.com/migpro/migpro/gpu"
+
 // Packing first (policies with PackFirst). Arrival order with backfill
 // hands room that frees up to the oldest job that fits, wherever the
 // partitioner puts it. On an A100 two 3g.20gb instances hold all eight
@@ -75,4 +77,4 @@ func (e *engine) usable(k packKey) int {
 }
 
 // maskOf is a placement's memory slots as a bit mask.
-func maskOf(start, size int) uint16 { return uint16((1<<size - 1) << start) }
+func maskOf(p gpu.Placement) uint16 { return uint16((1<<p.Size - 1) << p.Start) }

@@ -3,7 +3,12 @@ package replay
 import (
 	"fmt"
 	"testing"
+
+	"github.com/migpro/migpro/gpu"
 )
+
+// slotMask is the memory slots of the placement at start of size slots.
+func slotMask(start, size int) uint16 { return maskOf(gpu.Placement{Start: start, Size: size}) }
 
 // On an A100, a 3g.20gb beside another 3g.20gb holds every memory slot and
 // leaves a compute slice no instance can use; beside free slots it strands
@@ -21,12 +26,12 @@ func TestStrandedSlices(t *testing.T) {
 		lost   int
 	}{
 		{"empty GPU", 0, 0, all, 0},
-		{"3g.20gb in the top half", maskOf(4, 4), 3, all, 0},
-		{"3g.20gb in the top half, only 3g.20gb waiting", maskOf(4, 4), 3, only3g, 1},
-		{"two 3g.20gb", maskOf(0, 4) | maskOf(4, 4), 6, all, 1},
-		{"4g.20gb and 1g.5gb in slot 4", maskOf(0, 4) | maskOf(4, 1), 5, all, 0},
-		{"1g.10gb in slots 6-7 beside a 3g.20gb and a 2g.10gb", maskOf(6, 2) | maskOf(0, 4) | maskOf(4, 2), 6, all, 1},
-		{"a full layout", maskOf(0, 2) | maskOf(2, 2) | maskOf(4, 4), 7, all, 0},
+		{"3g.20gb in the top half", slotMask(4, 4), 3, all, 0},
+		{"3g.20gb in the top half, only 3g.20gb waiting", slotMask(4, 4), 3, only3g, 1},
+		{"two 3g.20gb", slotMask(0, 4) | slotMask(4, 4), 6, all, 1},
+		{"4g.20gb and 1g.5gb in slot 4", slotMask(0, 4) | slotMask(4, 1), 5, all, 0},
+		{"1g.10gb in slots 6-7 beside a 3g.20gb and a 2g.10gb", slotMask(6, 2) | slotMask(0, 4) | slotMask(4, 2), 6, all, 1},
+		{"a full layout", slotMask(0, 2) | slotMask(2, 2) | slotMask(4, 4), 7, all, 0},
 		{"empty GPU, nothing waiting", 0, 0, 0, 7},
 	} {
 		if got := e.stranded(m, c.held, c.slices, c.want); got != c.lost {

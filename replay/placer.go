@@ -142,9 +142,9 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	}
 	o.gpu = plan.GPU
 	if plan.Reuse != nil {
-		o.mask = maskOf(plan.Reuse.Placement.Start, plan.Reuse.Placement.Size)
+		o.mask = maskOf(plan.Reuse.Placement)
 	} else if n := len(plan.Steps); n > 0 {
-		o.mask = maskOf(plan.Steps[n-1].Placement.Start, plan.Steps[n-1].Placement.Size)
+		o.mask = maskOf(plan.Steps[n-1].Placement)
 	}
 	o.heavy = nd.gpus[plan.GPU].heavyHeld
 	if heavy && o.heavy > 0 {
@@ -166,7 +166,7 @@ func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
 	slices := make([]int, len(nd.gpus))
 	var idle []partitioner.Instance
 	for _, in := range nd.part.Instances() {
-		occupied[in.GPU] |= uint16((1<<in.Placement.Size - 1) << in.Placement.Start)
+		occupied[in.GPU] |= maskOf(in.Placement)
 		if p, ok := d.model.Profile(in.Profile); ok {
 			slices[in.GPU] += p.Slices
 		}

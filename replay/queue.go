@@ -116,10 +116,7 @@ func (e *engine) serve() error {
 			blocked = true
 		}
 	}
-	for i := len(keep); i < len(e.queue); i++ {
-		e.queue[i] = nil
-	}
-	e.queue = keep
+	e.keepQueue(keep)
 	return nil
 }
 
@@ -145,10 +142,7 @@ func (e *engine) servePacked(dirty, all []int) error {
 			return err
 		}
 	}
-	for i := len(keep); i < len(e.queue); i++ {
-		e.queue[i] = nil
-	}
-	e.queue = keep
+	e.keepQueue(keep)
 	return nil
 }
 
@@ -188,4 +182,13 @@ func (e *engine) placeIf(j *jobState, nodes []int, skip func(offer, *jobState) b
 	}
 	e.grant(j, g)
 	return true, nil
+}
+
+// keepQueue makes keep, a prefix-built subset of the queue's own backing
+// array, the queue, and clears the slots it no longer uses.
+func (e *engine) keepQueue(keep []*jobState) {
+	for i := len(keep); i < len(e.queue); i++ {
+		e.queue[i] = nil
+	}
+	e.queue = keep
 }

@@ -71,7 +71,7 @@ func (e *engine) grant(j *jobState, g grant) {
 	e.ready[g.uuid] = start
 	j.attempts++
 	slot.heldSlices += g.profile.Slices
-	slot.heldSlots |= uint16((1<<g.placement.Size - 1) << g.placement.Start)
+	slot.heldSlots |= maskOf(g.placement)
 	r := &run{j: j, g: g, slot: slot, oomAt: 2, markAt: 2, rec: RunRecord{
 		Job: j.job.ID, Node: g.node, GPU: slot.global, Profile: g.profile.Name,
 		Start: g.placement.Start, Slots: g.placement.Size, Granted: e.now,
@@ -171,7 +171,7 @@ func (e *engine) end(r *run, outcome Outcome) error {
 		}
 	}
 	slot.heldSlices -= r.g.profile.Slices
-	slot.heldSlots &^= uint16((1<<r.g.placement.Size - 1) << r.g.placement.Start)
+	slot.heldSlots &^= maskOf(r.g.placement)
 	heavy := r.j.job.Heavy()
 	if heavy {
 		slot.heavyBusy--
