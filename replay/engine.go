@@ -174,6 +174,14 @@ func (e infeasibleError) Error() string { return e.msg }
 
 func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
 	wall := time.Now()
+	if pol.Plan && cfg.Nodes*cfg.GPUsPerNode == 1 {
+		// On a single GPU a reservation for a whole-GPU request drains
+		// everything while the queue waits, and without reservations the
+		// planner's moves keep passing over whole-GPU requests: a policy
+		// with Plan serves there as migpro does, with its PackFirst
+		// (docs/simulate.md has the measurements).
+		pol.Plan, pol.Reserve = false, false
+	}
 	e := &engine{cfg: cfg, pol: pol, model: model, active: map[*run]bool{}, ready: map[string]float64{}}
 	clock := func() time.Time { return time.Unix(0, 0).Add(time.Duration(e.now * float64(time.Second))) }
 	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, clock, func(nd *node) partitioner.Policy {
@@ -319,7 +327,7 @@ func (e *engine) handle(ev event) error {
 			j.sized = e.pred.learned
 		}
 		e.enqueue(j)
-		if e.pol.Plan && !e.oneGPU() {
+		if e.pol.Plan {
 			e.quiet = 0
 			e.arrivals++
 			e.planDue = e.planDue || e.arrivals%planEvery == 0

@@ -20,14 +20,6 @@ import (
 // wait before room is reserved for it (policies with Reserve).
 const starveFactor = 8.0
 
-// oneGPU reports whether the cluster is a single GPU. There a reservation
-// for a whole-GPU request drains everything while the queue waits, and
-// without reservations the planner's moves keep passing over whole-GPU
-// requests, so a policy with Plan neither plans nor reserves there: it
-// serves as migpro does, with its PackFirst (docs/simulate.md has the
-// measurements).
-func (e *engine) oneGPU() bool { return e.cfg.Nodes*e.cfg.GPUsPerNode == 1 }
-
 // reservation is the one standing reservation of a run.
 type reservation struct {
 	j       *jobState
@@ -51,7 +43,7 @@ func (e *engine) planQueue() error {
 	for _, nd := range e.nodes {
 		nd.part.ObservePending(counts)
 	}
-	if !e.pol.Reserve || e.pol.Order == FIFO || (e.pol.Plan && e.oneGPU()) {
+	if !e.pol.Reserve || e.pol.Order == FIFO {
 		return nil
 	}
 	if r := e.resv; r != nil {
