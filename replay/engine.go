@@ -98,8 +98,11 @@ type engine struct {
 	packWant uint64
 	// quiet counts the runs finished since the last arrival: the planner
 	// also plans at every planEvery-th of them, so a batch, whose jobs all
-	// arrive at once, is planned too.
-	quiet int
+	// arrive at once, is planned too, and from the planEvery-th on the
+	// queue is in batch order (BatchShortest). batchAt is keyRuns.count
+	// when the queue was last put in batch order, -1 when it is not.
+	quiet   int
+	batchAt int
 	// arrivals counts arrivals; planDue asks the next pass to plan.
 	arrivals int
 	planDue  bool
@@ -182,7 +185,7 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 		// (docs/simulate.md has the measurements).
 		pol.Plan, pol.Reserve = false, false
 	}
-	e := &engine{cfg: cfg, pol: pol, model: model, active: map[*run]bool{}, ready: map[string]float64{}}
+	e := &engine{cfg: cfg, pol: pol, model: model, batchAt: -1, active: map[*run]bool{}, ready: map[string]float64{}}
 	clock := func() time.Time { return time.Unix(0, 0).Add(time.Duration(e.now * float64(time.Second))) }
 	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, clock, func(nd *node) partitioner.Policy {
 		var base partitioner.Policy = partitioner.Migpro{}
@@ -326,9 +329,9 @@ func (e *engine) handle(ev event) error {
 		if e.pred != nil {
 			j.sized = e.pred.learned
 		}
+		e.quiet = 0
 		e.enqueue(j)
 		if e.pol.Plan {
-			e.quiet = 0
 			e.arrivals++
 			e.planDue = e.planDue || e.arrivals%planEvery == 0
 		}

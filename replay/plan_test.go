@@ -62,7 +62,10 @@ func TestPlanKeepsTheInvariants(t *testing.T) {
 // A batch arrives at once, so no arrival comes to plan at: the planner
 // plans at finished runs instead, once a run time is known. On 200 jobs of
 // the small mix at time zero on eight A100s it moves jobs and cuts mean JCT
-// below first-fit's, which migpro+reserve's arrival order only ties.
+// below first-fit's, which migpro+reserve's arrival order only ties. The
+// planner is measured alone here (migpro+plan without its batch order,
+// which leaves it little to move); the batch order cuts it further
+// (measured: 1.028×).
 func TestPlanPlansABatch(t *testing.T) {
 	jobs, err := Generate(MixSpec{Name: "small", Jobs: 200, Seed: 1}, model(t))
 	if err != nil {
@@ -71,7 +74,10 @@ func TestPlanPlansABatch(t *testing.T) {
 	cfg := Config{Nodes: 1, GPUsPerNode: 8, Seed: 1}
 	ff := simRun(t, jobs, cfg, policy(t, "first-fit"))
 	res := simRun(t, jobs, cfg, policy(t, "migpro+reserve"))
-	plan := simRun(t, jobs, cfg, policy(t, "migpro+plan"))
+	alone := policy(t, "migpro+plan")
+	alone.BatchShortest = false
+	plan := simRun(t, jobs, cfg, alone)
+	batch := simRun(t, jobs, cfg, policy(t, "migpro+plan"))
 	if r := ff.MeanJCT / res.MeanJCT; r > 1.01 {
 		t.Fatalf("first-fit ÷ migpro+reserve mean JCT %.3f: arrival order should tie first-fit here (test premise)", r)
 	}
@@ -79,8 +85,13 @@ func TestPlanPlansABatch(t *testing.T) {
 		t.Fatal("the planner moved nothing in a batch")
 	}
 	if r := ff.MeanJCT / plan.MeanJCT; r < 1.03 {
-		t.Errorf("first-fit's mean JCT %.0f s ÷ migpro+plan's %.0f s = %.3f, want ≥ 1.03", ff.MeanJCT, plan.MeanJCT, r)
+		t.Errorf("first-fit's mean JCT %.0f s ÷ the planner's alone %.0f s = %.3f, want ≥ 1.03", ff.MeanJCT, plan.MeanJCT, r)
 	} else {
-		t.Logf("first-fit ÷ migpro+plan %.3f, ÷ migpro+reserve %.3f, %d moves", r, ff.MeanJCT/res.MeanJCT, plan.Moves)
+		t.Logf("first-fit ÷ the planner alone %.3f, ÷ migpro+reserve %.3f, %d moves", r, ff.MeanJCT/res.MeanJCT, plan.Moves)
+	}
+	if r := plan.MeanJCT / batch.MeanJCT; r < 1.02 {
+		t.Errorf("the planner's mean JCT %.0f s ÷ migpro+plan's with its batch order %.0f s = %.3f, want ≥ 1.02", plan.MeanJCT, batch.MeanJCT, r)
+	} else {
+		t.Logf("the planner alone ÷ migpro+plan %.3f", r)
 	}
 }

@@ -86,6 +86,9 @@ type Policy struct {
 	// placement strands no compute slice the waiting requests could use,
 	// then the others (see pack.go).
 	PackFirst bool
+	// BatchShortest serves the queue shortest expected run first once no
+	// job has arrived for a while, until the next arrival (see batch.go).
+	BatchShortest bool
 }
 
 // Policies are the standard policies: (1) sequential, (2) static, (3)
@@ -107,7 +110,7 @@ func Policies() []Policy {
 		{Name: "migpro/A-largest", Kind: Migpro, Order: LargeFirst},
 		{Name: "migpro/B-fifo", Kind: Migpro, Order: FIFO},
 		{Name: "migpro+pcie", Kind: Migpro, PCIeAware: true},
-		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true, PackFirst: true},
+		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true, PackFirst: true, BatchShortest: true},
 	}
 }
 

@@ -4,11 +4,13 @@ import "sort"
 
 // enqueue adds a job to the wait queue in the policy's order.
 func (e *engine) enqueue(j *jobState) {
-	j.key = [4]float64{j.job.Arrival, float64(j.idx)}
-	switch e.pol.Order {
-	case SmallFirst:
+	j.key = arrivalKey(j)
+	switch {
+	case e.batchOrdered():
+		j.key = e.batchKey(j)
+	case e.pol.Order == SmallFirst:
 		j.key = [4]float64{float64(j.profile.Slices), float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
-	case LargeFirst:
+	case e.pol.Order == LargeFirst:
 		j.key = [4]float64{-float64(j.profile.Slices), -float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
 	}
 	e.insert(j)
@@ -16,6 +18,9 @@ func (e *engine) enqueue(j *jobState) {
 	j.waitSince = e.now
 	e.fresh = true
 }
+
+// arrivalKey is j's place in arrival order.
+func arrivalKey(j *jobState) [4]float64 { return [4]float64{j.job.Arrival, float64(j.idx)} }
 
 // insert puts j into the queue at the place its key gives.
 func (e *engine) insert(j *jobState) {
@@ -53,6 +58,7 @@ func (e *engine) serve() error {
 		e.dirty[n] = false
 	}
 	e.fresh = false
+	e.orderBatch()
 	if err := e.planQueue(); err != nil {
 		return err
 	}

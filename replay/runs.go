@@ -191,10 +191,10 @@ func (e *engine) end(r *run, outcome Outcome) error {
 		e.profileRuns.add(r.g.profile.Name, e.now-r.rec.Started)
 		e.keyRuns.add(j.job.Key+"\x00"+r.g.profile.Name, e.now-r.rec.Started)
 		j.done, j.completion = true, e.now
+		e.quiet++
 		if e.pol.Plan {
 			// With no arrival to plan at (a batch), plan at every
 			// planEvery-th run that ends after the last arrival.
-			e.quiet++
 			e.planDue = e.planDue || e.quiet%planEvery == 0
 		}
 		if e.pred != nil {

@@ -1,0 +1,54 @@
+package replay
+
+import (
+	"math"
+	"sort"
+)
+
+// Shortest expected first in a batch (policies with BatchShortest). While
+// jobs keep arriving, the queue is in arrival order and the planner moves
+// a few jobs forward. Once no job has arrived for planEvery finished runs,
+// the queue is a batch known in full: nothing else is coming to be served
+// first. Serving it by the shortest expected run time first then ends its
+// jobs soonest in total (the order that minimises the sum of completion
+// times when one resource serves them). The order is redone whenever a
+// finished run changes what is expected, and holds until the next arrival,
+// which brings the queue back to arrival order. A job the planner moved to
+// the front keeps its place. Expected run times are what history gives
+// (expectedOn: the workload's mean on its profile, else the profile's,
+// else every run's), so the order is only as good as what has finished.
+
+// batchOrdered reports whether the queue is in batch order.
+func (e *engine) batchOrdered() bool {
+	return e.pol.BatchShortest && e.quiet >= planEvery
+}
+
+// batchKey is j's place in batch order: shortest expected first, then
+// arrival order.
+func (e *engine) batchKey(j *jobState) [4]float64 {
+	return [4]float64{e.expectedOn(j, j.profile), j.job.Arrival, float64(j.idx)}
+}
+
+// orderBatch puts the queue in batch order when it is due, and back in
+// arrival order after an arrival ends a batch.
+func (e *engine) orderBatch() {
+	switch {
+	case e.batchOrdered() && e.keyRuns.count != e.batchAt:
+		e.batchAt = e.keyRuns.count
+		e.rekey(e.batchKey)
+	case !e.batchOrdered() && e.batchAt >= 0:
+		e.batchAt = -1
+		e.rekey(func(j *jobState) [4]float64 { return arrivalKey(j) })
+	}
+}
+
+// rekey gives every waiting job but those the planner moved a new key and
+// sorts the queue by it.
+func (e *engine) rekey(key func(*jobState) [4]float64) {
+	for _, j := range e.queue {
+		if !math.IsInf(j.key[0], -1) {
+			j.key = key(j)
+		}
+	}
+	sort.SliceStable(e.queue, func(a, b int) bool { return less(e.queue[a].key, e.queue[b].key) })
+}
