@@ -7,9 +7,10 @@ import (
 
 // Shortest expected first in a batch (policies with BatchShortest). While
 // jobs keep arriving, the queue is in arrival order and the planner moves
-// a few jobs forward. Once no job has arrived for planEvery finished runs,
-// the queue is a batch known in full: nothing else is coming to be served
-// first. Serving it by the shortest expected run time first then ends its
+// a few jobs forward. Once arrivals stop (none for planEvery finished runs,
+// and for far longer than the gaps between arrivals so far: a batch that
+// arrived at once, or the end of a stream), the queue is a batch known in
+// full: nothing else is coming to be served first. Serving it by the shortest expected run time first then ends its
 // jobs soonest in total (the order that minimises the sum of completion
 // times when one resource serves them). The order is redone whenever a
 // finished run changes what is expected, and holds until the next arrival,
@@ -18,9 +19,23 @@ import (
 // (expectedOn: the workload's mean on its profile, else the profile's,
 // else every run's), so the order is only as good as what has finished.
 
-// batchOrdered reports whether the queue is in batch order.
+// batchGaps is how many mean gaps between arrivals must pass without one
+// before arrivals count as stopped. Under Poisson arrivals a gap that long
+// comes once in e^batchGaps; jobs that all arrive at once have no gap.
+const batchGaps = 20
+
+// batchOrdered reports whether the queue is in batch order: arrivals have
+// stopped (no arrival for planEvery finished runs, and for batchGaps mean
+// gaps between the arrivals so far).
 func (e *engine) batchOrdered() bool {
-	return e.pol.BatchShortest && e.quiet >= planEvery
+	if !e.pol.BatchShortest || e.quiet < planEvery {
+		return false
+	}
+	gap := 0.0
+	if e.arrivals > 1 {
+		gap = (e.lastArrival - e.firstArrival) / float64(e.arrivals-1)
+	}
+	return e.now-e.lastArrival > batchGaps*gap
 }
 
 // batchKey is j's place in batch order: shortest expected first, then

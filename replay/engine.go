@@ -103,10 +103,12 @@ type engine struct {
 	// when the queue was last put in batch order, -1 when it is not.
 	quiet   int
 	batchAt int
-	// arrivals counts arrivals; planDue asks the next pass to plan.
-	arrivals int
-	planDue  bool
-	active   map[*run]bool
+	// arrivals counts arrivals, the first and the last of them at
+	// firstArrival and lastArrival; planDue asks the next pass to plan.
+	arrivals                  int
+	firstArrival, lastArrival float64
+	planDue                   bool
+	active                    map[*run]bool
 	// ready is when each instance's create finished, by UUID.
 	ready map[string]float64
 	res   *Result
@@ -330,9 +332,13 @@ func (e *engine) handle(ev event) error {
 			j.sized = e.pred.learned
 		}
 		e.quiet = 0
+		e.arrivals++
+		if e.arrivals == 1 {
+			e.firstArrival = e.now
+		}
+		e.lastArrival = e.now
 		e.enqueue(j)
 		if e.pol.Plan {
-			e.arrivals++
 			e.planDue = e.planDue || e.arrivals%planEvery == 0
 		}
 	case evStart:
