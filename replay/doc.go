@@ -19,7 +19,8 @@
 // orders the wait queue with a planner that simulates the node forward from
 // what it knows now (plan.go), and each scan starts first the waiting jobs
 // whose placement strands no compute slice the waiting requests could use
-// (pack.go).
+// (pack.go). Once arrivals stop, it serves what waits shortest expected run
+// first (batch.go).
 //
 // Time is simulated: nothing sleeps. NVML creates and destroys cost
 // 0.1–0.4 s of simulated time by instance size (NVMLCost) and are
