@@ -38,8 +38,10 @@ func newSizer(model *Model, dir string, seed int64) (*sizer, error) {
 // initial is the first profile: the estimator's choice from the declared
 // memory and the key's history. A job that names a profile keeps it (the
 // user asked for those compute slices) unless the history proves it too
-// small, in which case the estimator's larger choice wins, as the admission
-// webhook would rewrite the request.
+// small: the declared memory or the key's recorded peak is more than the
+// profile holds. Then the estimator's larger choice wins, as the admission
+// webhook would rewrite the request. The estimator's margin over a recorded
+// peak that fits does not count against a named profile.
 func (s *sizer) initial(j *Job) Profile {
 	c, err := s.est.Estimate(estimator.Workload{
 		Key:         j.Key,
@@ -50,8 +52,14 @@ func (s *sizer) initial(j *Job) Profile {
 		// Validation guarantees a parseable hint; fall back to the baseline.
 		est = s.model.Pick(declared(j))
 	}
-	if named, ok := s.model.Profile(j.Profile); ok && named.Memory >= est.Memory {
-		return named
+	if named, ok := s.model.Profile(j.Profile); ok {
+		need := declared(j)
+		if peak, ok := s.hist.Peak(j.Key); ok {
+			need = max(need, peak)
+		}
+		if named.Memory >= need || named.Memory >= est.Memory {
+			return named
+		}
 	}
 	return est
 }

@@ -40,3 +40,38 @@ func TestRestartTeachesWaitingRunsOfTheWorkload(t *testing.T) {
 		}
 	}
 }
+
+// A named profile is kept while the workload's recorded peak fits it: the
+// estimator's margin over that peak does not move the request. On one A100
+// a run of "fits" peaks at 95% of a 1g.5gb and finishes; the next run of it,
+// which names 1g.5gb and needs 90%, starts there (the recorded 95% plus the
+// estimator's 10% margin would not fit). A run of "over" peaks just above a
+// 1g.5gb (it asked for a 1g.10gb); the next, which names 1g.5gb and itself
+// needs less, starts on a larger profile, since the history shows the
+// workload outgrew it.
+func TestNamedProfileKeptWhileTheRecordedPeakFits(t *testing.T) {
+	m := model(t)
+	small, ok := m.Profile("1g.5gb")
+	if !ok {
+		t.Fatal("no 1g.5gb on the A100")
+	}
+	run := func(id, key string, arrival float64, mem uint64, profile string) Job {
+		return Job{ID: id, Key: key, Arrival: arrival, FullRuntime: 10, Mem: Fixed(mem), Profile: profile}
+	}
+	jobs := []Job{
+		run("fits-1", "fits", 0, small.Memory*95/100, "1g.5gb"),
+		run("fits-2", "fits", 100, small.Memory*90/100, "1g.5gb"),
+		run("over-1", "over", 200, small.Memory*102/100, "1g.10gb"),
+		run("over-2", "over", 300, small.Memory*90/100, "1g.5gb"),
+	}
+	on := map[string]string{}
+	for _, r := range simRun(t, jobs, oneGPU, policy(t, "migpro+predict")).Runs {
+		on[r.Job] = r.Profile
+	}
+	if on["fits-2"] != "1g.5gb" {
+		t.Errorf("fits-2 ran on %s; want the 1g.5gb it names, which holds its workload's recorded peak", on["fits-2"])
+	}
+	if p, _ := m.Profile(on["over-2"]); p.Memory <= small.Memory {
+		t.Errorf("over-2 ran on %s; want more memory than 1g.5gb, which its workload's recorded peak exceeds", on["over-2"])
+	}
+}
