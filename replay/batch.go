@@ -6,16 +6,17 @@ import (
 )
 
 // Shortest expected first in a batch (policies with BatchShortest). While
-// jobs keep arriving, the queue is in arrival order and the planner moves
-// a few jobs forward. Once arrivals stop (none for planEvery finished runs,
-// and for far longer than the gaps between arrivals so far: a batch that
-// arrived at once, or the end of a stream), the queue is a batch known in
-// full: nothing else is coming to be served first. Serving it by the shortest expected run time first then ends its
-// jobs soonest in total (the order that minimises the sum of completion
-// times when one resource serves them). The order is redone whenever a
-// finished run changes what is expected, and holds until the next arrival,
-// which brings the queue back to arrival order. A job the planner moved to
-// the front keeps its place. Expected run times are what history gives
+// jobs keep arriving, the queue is in the policy's order and the planner
+// moves a few jobs forward. Once arrivals stop (none for planEvery finished
+// runs, and for far longer than the gaps between arrivals so far: a batch
+// that arrived at once, or the end of a stream), the queue is a batch known
+// in full: nothing else is coming to be served first. Serving it by the
+// shortest expected run time first then ends its jobs soonest in total (the
+// order that minimises the sum of completion times when one resource serves
+// them). The order is redone whenever a finished run changes what is
+// expected, and holds until the next arrival, which brings the queue back
+// to the policy's order. A job the planner moved to the front keeps its
+// place. Expected run times are what history gives
 // (expectedOn: the workload's mean on its profile, else the profile's,
 // else every run's), so the order is only as good as what has finished.
 
@@ -44,8 +45,8 @@ func (e *engine) batchKey(j *jobState) [4]float64 {
 	return [4]float64{e.expectedOn(j, j.profile), j.job.Arrival, float64(j.idx)}
 }
 
-// orderBatch puts the queue in batch order when it is due, and back in
-// arrival order after an arrival ends a batch.
+// orderBatch puts the queue in batch order when it is due, and back in the
+// policy's order after an arrival ends a batch.
 func (e *engine) orderBatch() {
 	switch {
 	case e.batchOrdered() && e.keyRuns.count != e.batchAt:
@@ -53,7 +54,7 @@ func (e *engine) orderBatch() {
 		e.rekey(e.batchKey)
 	case !e.batchOrdered() && e.batchAt >= 0:
 		e.batchAt = -1
-		e.rekey(func(j *jobState) [4]float64 { return arrivalKey(j) })
+		e.rekey(e.orderKey)
 	}
 }
 

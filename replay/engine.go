@@ -98,9 +98,9 @@ type engine struct {
 	packWant uint64
 	// quiet counts the runs finished since the last arrival: the planner
 	// also plans at every planEvery-th of them, so a batch, whose jobs all
-	// arrive at once, is planned too, and from the planEvery-th on the
-	// queue is in batch order (BatchShortest). batchAt is keyRuns.count
-	// when the queue was last put in batch order, -1 when it is not.
+	// arrive at once, is planned too; it is also one sign that arrivals
+	// have stopped (batch.go). batchAt is keyRuns.count when the queue was
+	// last put in batch order, -1 when it is not.
 	quiet   int
 	batchAt int
 	// arrivals counts arrivals, the first and the last of them at

@@ -2,16 +2,13 @@ package replay
 
 import "sort"
 
-// enqueue adds a job to the wait queue in the policy's order.
+// enqueue adds a job to the wait queue in the policy's order, or in batch
+// order while the queue is in it.
 func (e *engine) enqueue(j *jobState) {
-	j.key = arrivalKey(j)
-	switch {
-	case e.batchOrdered():
+	if e.batchOrdered() {
 		j.key = e.batchKey(j)
-	case e.pol.Order == SmallFirst:
-		j.key = [4]float64{float64(j.profile.Slices), float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
-	case e.pol.Order == LargeFirst:
-		j.key = [4]float64{-float64(j.profile.Slices), -float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
+	} else {
+		j.key = e.orderKey(j)
 	}
 	e.insert(j)
 	j.needAll = true
@@ -19,8 +16,16 @@ func (e *engine) enqueue(j *jobState) {
 	e.fresh = true
 }
 
-// arrivalKey is j's place in arrival order.
-func arrivalKey(j *jobState) [4]float64 { return [4]float64{j.job.Arrival, float64(j.idx)} }
+// orderKey is j's place in the policy's order.
+func (e *engine) orderKey(j *jobState) [4]float64 {
+	switch e.pol.Order {
+	case SmallFirst:
+		return [4]float64{float64(j.profile.Slices), float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
+	case LargeFirst:
+		return [4]float64{-float64(j.profile.Slices), -float64(j.profile.Memory), j.job.Arrival, float64(j.idx)}
+	}
+	return [4]float64{j.job.Arrival, float64(j.idx)}
+}
 
 // insert puts j into the queue at the place its key gives.
 func (e *engine) insert(j *jobState) {
