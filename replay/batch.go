@@ -1,9 +1,6 @@
 package replay
 
-import (
-	"math"
-	"sort"
-)
+import "sort"
 
 // Shortest expected first in a batch (policies with BatchShortest). While
 // jobs keep arriving, the queue is in the policy's order and the planner
@@ -16,9 +13,9 @@ import (
 // them). The order is redone whenever a finished run changes what is
 // expected, and holds until the next arrival, which brings the queue back
 // to the policy's order. A job the planner moved to the front keeps its
-// place. Expected run times are what history gives
-// (expectedOn: the workload's mean on its profile, else the profile's,
-// else every run's), so the order is only as good as what has finished.
+// place. Expected run times are what history gives (expectedOn: the
+// workload's mean on its profile, else the profile's, else every run's),
+// so the order is only as good as what has finished.
 
 // batchGaps is how many mean gaps between arrivals must pass without one
 // before arrivals count as stopped. Under Poisson arrivals a gap that long
@@ -48,11 +45,12 @@ func (e *engine) batchKey(j *jobState) [4]float64 {
 // orderBatch puts the queue in batch order when it is due, and back in the
 // policy's order after an arrival ends a batch.
 func (e *engine) orderBatch() {
+	ordered := e.batchOrdered()
 	switch {
-	case e.batchOrdered() && e.keyRuns.count != e.batchAt:
+	case ordered && e.keyRuns.count != e.batchAt:
 		e.batchAt = e.keyRuns.count
 		e.rekey(e.batchKey)
-	case !e.batchOrdered() && e.batchAt >= 0:
+	case !ordered && e.batchAt >= 0:
 		e.batchAt = -1
 		e.rekey(e.orderKey)
 	}
@@ -62,7 +60,7 @@ func (e *engine) orderBatch() {
 // sorts the queue by it.
 func (e *engine) rekey(key func(*jobState) [4]float64) {
 	for _, j := range e.queue {
-		if !math.IsInf(j.key[0], -1) {
+		if !moved(j) {
 			j.key = key(j)
 		}
 	}

@@ -2,9 +2,9 @@ package replay
 
 import "testing"
 
-// Once no job has arrived for five finished runs, migpro+plan serves the
-// rest of the batch shortest expected run first; an arrival brings the
-// queue back to arrival order. On one A100 every job takes the whole GPU,
+// Once arrivals stop (here: all at time zero, then five finished runs),
+// migpro+plan serves the rest of the batch shortest expected run first; an
+// arrival brings the queue back to arrival order. On one A100 every job takes the whole GPU,
 // so they run one at a time: long jobs (100 s) and short ones (10 s) of two
 // workloads alternate in the first five, which teaches the expected run
 // times, then two long and two short jobs wait in that order.

@@ -131,6 +131,10 @@ func (e *engine) planOne() (bool, error) {
 	return true, nil
 }
 
+// moved reports whether the planner moved j to the front of the queue,
+// where it stays until it is served.
+func moved(j *jobState) bool { return math.IsInf(j.key[0], -1) }
+
 // candidates are the queue positions a plan tries at the front, given
 // the waiting jobs' expected run times in queue order.
 func candidates(expect []float64) []int {
