@@ -108,8 +108,11 @@ func (e *engine) planOne() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	move := -1
+	move, limit := -1, e.passLimit()
 	for _, c := range candidates(expect) {
+		if c > limit {
+			continue
+		}
 		v, err := e.forward(running, expect, c)
 		if err != nil {
 			return false, err
@@ -129,6 +132,25 @@ func (e *engine) planOne() (bool, error) {
 	j.key = [4]float64{math.Inf(-1), -float64(e.res.Moves)}
 	e.insert(j)
 	return true, nil
+}
+
+// passLimit is the last queue position a plan may move a job from. While
+// no more jobs wait than the cluster has GPUs, no job is moved past a
+// waiting whole-GPU job that was not moved itself: that job waits for one
+// GPU to drain, a job moved ahead of it may start on the very GPU that is
+// draining, and at such a load the next arrivals keep starting around it by
+// backfill, so its wait grows by more than the forward simulation, which
+// knows no future arrival, counts. Otherwise any position.
+func (e *engine) passLimit() int {
+	if len(e.queue) > e.cfg.Nodes*e.cfg.GPUsPerNode {
+		return len(e.queue)
+	}
+	for i, j := range e.queue {
+		if j.profile.Slices >= e.model.Slices && !moved(j) {
+			return i
+		}
+	}
+	return len(e.queue)
 }
 
 // moved reports whether the planner moved j to the front of the queue,

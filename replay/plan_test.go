@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"fmt"
+	"math"
 	"testing"
 )
 
@@ -93,5 +95,80 @@ func TestPlanPlansABatch(t *testing.T) {
 		t.Errorf("the planner's mean JCT %.0f s ÷ migpro+plan's with its batch order %.0f s = %.3f, want ≥ 1.02", plan.MeanJCT, batch.MeanJCT, r)
 	} else {
 		t.Logf("the planner alone ÷ migpro+plan %.3f", r)
+	}
+}
+
+// While no more jobs wait than the node has GPUs, a plan moves no job past
+// a waiting whole-GPU job (one the planner did not move itself); with a
+// longer queue it may move any.
+func TestPlanPassesNoWaitingWholeGPUJobAtLightLoad(t *testing.T) {
+	m := model(t)
+	prof := func(name string) Profile {
+		p, ok := m.Profile(name)
+		if !ok {
+			t.Fatalf("no profile %s", name)
+		}
+		return p
+	}
+	waiting := func(names ...string) []*jobState {
+		var out []*jobState
+		for i, n := range names {
+			out = append(out, &jobState{job: &Job{ID: fmt.Sprint(i)}, idx: i, profile: prof(n)})
+		}
+		return out
+	}
+	e := &engine{cfg: Config{Nodes: 1, GPUsPerNode: 4}, model: m}
+	for _, c := range []struct {
+		queue []*jobState
+		moved int // index of a job the planner moved, or -1
+		want  int
+	}{
+		{waiting("1g.5gb", "7g.40gb", "1g.5gb", "2g.10gb"), -1, 1},
+		{waiting("7g.40gb", "1g.5gb", "7g.40gb"), -1, 0},
+		{waiting("7g.40gb", "7g.40gb", "1g.5gb"), 0, 1},
+		{waiting("1g.5gb", "3g.20gb", "4g.20gb", "1g.5gb"), -1, 4},
+		{waiting("1g.5gb", "7g.40gb", "1g.5gb", "2g.10gb", "1g.5gb"), -1, 5},
+	} {
+		if c.moved >= 0 {
+			c.queue[c.moved].key = [4]float64{math.Inf(-1), -1}
+		}
+		e.queue = c.queue
+		var names []string
+		for _, j := range c.queue {
+			names = append(names, j.profile.Name)
+		}
+		if got := e.passLimit(); got != c.want {
+			t.Errorf("queue %v (moved: %d) on 4 GPUs: pass limit %d, want %d", names, c.moved, got, c.want)
+		}
+	}
+}
+
+// On eight A100s at load 0.8 (seed 1) the queue is short and a whole-GPU
+// request waits only for one GPU to drain. Moves past it cost it more than
+// they gave the others (migpro+plan's mean JCT was 0.9985× first-fit's
+// before passLimit); without them migpro+plan is ahead of first-fit
+// (measured 1.013×) and its 7g requests are not slower than under first-fit.
+func TestPlanLeavesWholeGPURequestsTheirTurnAtLightLoad(t *testing.T) {
+	jobs, cfg := onlineCase(t, "a100-40gb", 8, 0.8, 1)
+	ff := simRun(t, jobs, cfg, policy(t, "first-fit"))
+	plan := simRun(t, jobs, cfg, policy(t, "migpro+plan"))
+	if r := ff.MeanJCT / plan.MeanJCT; r < 1.005 {
+		t.Errorf("first-fit's mean JCT %.0f s ÷ migpro+plan's %.0f s = %.4f, want ≥ 1.005", ff.MeanJCT, plan.MeanJCT, r)
+	}
+	whole := func(r *Result) float64 {
+		sum, n := 0.0, 0
+		for i, j := range jobs {
+			if j.Profile == "7g.40gb" {
+				sum += r.Completions[i] - j.Arrival
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatal("no 7g.40gb request in the stream (test premise)")
+		}
+		return sum / float64(n)
+	}
+	if p, f := whole(plan), whole(ff); p > f {
+		t.Errorf("7g.40gb mean JCT %.0f s under migpro+plan, %.0f s under first-fit; want no more", p, f)
 	}
 }
