@@ -135,14 +135,14 @@ func (e *engine) planOne() (bool, error) {
 }
 
 // passLimit is the last queue position a plan may move a job from. While
-// no more jobs wait than the cluster has GPUs, no job is moved past a
+// no more jobs wait than half the cluster's GPUs, no job is moved past a
 // waiting whole-GPU job that was not moved itself: that job waits for one
 // GPU to drain, a job moved ahead of it may start on the very GPU that is
 // draining, and at such a load the next arrivals keep starting around it by
 // backfill, so its wait grows by more than the forward simulation, which
 // knows no future arrival, counts. Otherwise any position.
 func (e *engine) passLimit() int {
-	if len(e.queue) > e.cfg.Nodes*e.cfg.GPUsPerNode {
+	if len(e.queue) > e.cfg.Nodes*e.cfg.GPUsPerNode/2 {
 		return len(e.queue)
 	}
 	for i, j := range e.queue {
