@@ -127,9 +127,7 @@ func (e *engine) planOne() (bool, error) {
 	e.res.Moves++
 	j := e.queue[move]
 	e.queue = slices.Delete(e.queue, move, move+1)
-	// The very front, ahead of jobs moved before it, as the forward
-	// simulation had it: later moves sort first.
-	j.key = [4]float64{math.Inf(-1), -float64(e.res.Moves)}
+	moveToFront(j, e.res.Moves)
 	e.insert(j)
 	return true, nil
 }
@@ -152,6 +150,11 @@ func (e *engine) passLimit() int {
 	}
 	return len(e.queue)
 }
+
+// moveToFront gives j, the planner's n-th move, the key of the very front:
+// ahead of jobs moved before it, as the forward simulation had it (later
+// moves sort first).
+func moveToFront(j *jobState, n int) { j.key = [4]float64{math.Inf(-1), -float64(n)} }
 
 // moved reports whether the planner moved j to the front of the queue,
 // where it stays until it is served.

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"math"
 	"testing"
 )
 
@@ -130,7 +129,7 @@ func TestPlanPassesNoWaitingWholeGPUJobAtLightLoad(t *testing.T) {
 		{waiting("1g.5gb", "7g.40gb", "1g.5gb", "2g.10gb", "1g.5gb"), -1, 5},
 	} {
 		if c.moved >= 0 {
-			c.queue[c.moved].key = [4]float64{math.Inf(-1), -1}
+			moveToFront(c.queue[c.moved], 1)
 		}
 		e.queue = c.queue
 		var names []string
