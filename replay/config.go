@@ -25,6 +25,9 @@ type Config struct {
 	Check bool
 }
 
+// GPUs is how many GPUs the cluster has: Nodes × GPUsPerNode.
+func (c Config) GPUs() int { return c.Nodes * c.GPUsPerNode }
+
 func (c Config) withDefaults() Config {
 	if c.Model == "" {
 		c.Model = "a100-40gb"

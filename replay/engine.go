@@ -179,7 +179,7 @@ func (e infeasibleError) Error() string { return e.msg }
 
 func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
 	wall := time.Now()
-	if pol.Plan && cfg.Nodes*cfg.GPUsPerNode == 1 {
+	if pol.Plan && cfg.GPUs() == 1 {
 		// On a single GPU a reservation for a whole-GPU request drains
 		// everything while the queue waits, and without reservations the
 		// planner's moves keep passing over whole-GPU requests: a policy

@@ -140,7 +140,7 @@ func (e *engine) planOne() (bool, error) {
 // backfill, so its wait grows by more than the forward simulation, which
 // knows no future arrival, counts. Otherwise any position.
 func (e *engine) passLimit() int {
-	if len(e.queue) > e.cfg.Nodes*e.cfg.GPUsPerNode/2 {
+	if len(e.queue) > e.cfg.GPUs()/2 {
 		return len(e.queue)
 	}
 	for i, j := range e.queue {

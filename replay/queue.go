@@ -5,7 +5,7 @@ import "sort"
 // enqueue adds a job to the wait queue in the policy's order, or in batch
 // order while the queue is in it.
 func (e *engine) enqueue(j *jobState) {
-	if e.batchOrdered() {
+	if e.batchAt >= 0 {
 		j.key = e.batchKey(j)
 	} else {
 		j.key = e.orderKey(j)

@@ -257,10 +257,10 @@ func (e *engine) finish(jobs []Job) {
 	res.P95JCT = percentile(jct, 0.95)
 	if res.Makespan > 0 {
 		res.Throughput = float64(len(jobs)) / res.Makespan
-		gpus := float64(e.cfg.Nodes * e.cfg.GPUsPerNode)
+		gpus := float64(e.cfg.GPUs())
 		res.MemUtil = res.memSeconds / (gpus * float64(e.model.Full.Memory) * res.Makespan)
 	}
-	res.LowerBound = LowerBound(jobs, e.model, e.cfg.Nodes*e.cfg.GPUsPerNode)
+	res.LowerBound = LowerBound(jobs, e.model, e.cfg.GPUs())
 	res.Ratio = res.Makespan / res.LowerBound
 	if math.IsNaN(res.Ratio) || math.IsInf(res.Ratio, 0) {
 		res.Ratio = 0

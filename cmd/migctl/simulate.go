@@ -70,7 +70,7 @@ func runSimulate(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	gpus := opt.cfg.Nodes * opt.cfg.GPUsPerNode
+	gpus := opt.cfg.GPUs()
 	cluster := fmt.Sprintf("%d node(s) × %d %s = %d GPUs", opt.cfg.Nodes, opt.cfg.GPUsPerNode, model.Name, gpus)
 	if strings.Contains(opt.cfg.Model, ",") {
 		cluster = fmt.Sprintf("%d node(s) of %s = %d GPUs", opt.cfg.Nodes, opt.cfg.Model, gpus)
@@ -191,11 +191,11 @@ func parseSimulate(args []string) (simulateOpts, error) {
 	if opt.policies, err = replay.ParsePolicies(*policies); err != nil {
 		return opt, usagef("--policies: %v", err)
 	}
-	if g := opt.cfg.Nodes * opt.cfg.GPUsPerNode; opt.timelineGPU < 0 || opt.timelineGPU >= g {
+	if g := opt.cfg.GPUs(); opt.timelineGPU < 0 || opt.timelineGPU >= g {
 		return opt, usagef("--timeline-gpu %d: the cluster has GPUs 0 to %d", opt.timelineGPU, g-1)
 	}
 	opt.spec.Name, opt.spec.Jobs, opt.spec.Seed = opt.mix, *jobs, *seed
-	opt.spec.GPUs = opt.cfg.Nodes * opt.cfg.GPUsPerNode
+	opt.spec.GPUs = opt.cfg.GPUs()
 	opt.cfg.Seed = int64(*seed & (1<<62 - 1))
 	return opt, nil
 }
