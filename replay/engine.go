@@ -228,16 +228,20 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 			e.res.Detail += ", queue planned"
 		}
 	}
-	if pol.Predict {
+	if pol.Predict || pol.Learn {
 		dir, err := os.MkdirTemp("", "migpro-simulate-history-")
 		if err != nil {
 			return nil, fmt.Errorf("history store: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		if e.pred, err = newSizer(model, dir, cfg.Seed); err != nil {
+		if e.pred, err = newSizer(model, dir, cfg.Seed, pol.Predict); err != nil {
 			return nil, err
 		}
-		e.res.Detail += ", estimator+predictor"
+		if pol.Predict {
+			e.res.Detail += ", estimator+predictor"
+		} else {
+			e.res.Detail += ", workload history"
+		}
 	}
 	if pol.PCIeAware {
 		e.res.Detail += ", PCIe-aware"

@@ -70,6 +70,14 @@ type Policy struct {
 	// peaks of earlier runs of the same key) and moves a run to a larger
 	// profile when the predictor marks it, instead of waiting for the OOM.
 	Predict bool
+	// Learn sizes jobs from the workload history alone, as a node without
+	// the predictor would: a run that ran out of memory, or finished above
+	// its declared memory, records what its workload needs, and the later
+	// runs of that workload (those already waiting included) start on a
+	// profile holding it. A job keeps the profile it asked for while that
+	// holds both its declared memory and what the history has shown, so a
+	// workload declared correctly is never re-sized (see predict.go).
+	Learn bool
 	// Reserve holds a GPU for a job that has waited longer than
 	// starveFactor times its own run time (migpro only).
 	Reserve bool
@@ -96,7 +104,7 @@ type Policy struct {
 // reservations against starvation, (5) migpro with prediction, (6) migpro
 // with the queue orderings A (smallest first) and B (FIFO) and the
 // largest-first ordering, migpro's PCIe-aware GPU choice, and migpro with
-// reservations and a planner over the known queue.
+// reservations, a planner over the known queue and the workload history.
 func Policies() []Policy {
 	return []Policy{
 		{Name: "sequential", Kind: Static, FullGPU: true, Layout: "all-full"},
@@ -110,7 +118,7 @@ func Policies() []Policy {
 		{Name: "migpro/A-largest", Kind: Migpro, Order: LargeFirst},
 		{Name: "migpro/B-fifo", Kind: Migpro, Order: FIFO},
 		{Name: "migpro+pcie", Kind: Migpro, PCIeAware: true},
-		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true, PackFirst: true, BatchShortest: true},
+		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true, PackFirst: true, BatchShortest: true, Learn: true},
 	}
 }
 

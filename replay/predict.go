@@ -15,7 +15,9 @@ import (
 // sizer is policy 5's use of the real estimator and predictor: the first
 // profile comes from the estimator (declared memory, overridden by the peak
 // of earlier runs of the same workload key), and every run's memory series
-// goes through the predictor, which may mark it before it runs out.
+// goes through the predictor, which may mark it before it runs out. Without
+// the predictor (Policy.Learn) it keeps only the history: what runs that
+// ran out of memory or outgrew their declaration showed.
 type sizer struct {
 	model *Model
 	est   *estimator.Estimator
@@ -24,15 +26,18 @@ type sizer struct {
 	// learned counts the history's changes, so a waiting job is re-sized
 	// only when something was learned since it last was.
 	learned uint64
+	// predict is whether the predictor watches runs and the estimator,
+	// with its margin, sizes them; false for the history alone.
+	predict bool
 }
 
-func newSizer(model *Model, dir string, seed int64) (*sizer, error) {
+func newSizer(model *Model, dir string, seed int64, predict bool) (*sizer, error) {
 	h, err := estimator.OpenHistory(filepath.Join(dir, "history.json"))
 	if err != nil {
 		return nil, err
 	}
 	est := &estimator.Estimator{GPU: model.Name, Profiles: model.sizes, Margin: 0.10, History: h}
-	return &sizer{model: model, est: est, hist: h, seed: seed}, nil
+	return &sizer{model: model, est: est, hist: h, seed: seed, predict: predict}, nil
 }
 
 // initial is the first profile: the estimator's choice from the declared
@@ -43,6 +48,9 @@ func newSizer(model *Model, dir string, seed int64) (*sizer, error) {
 // webhook would rewrite the request. The estimator's margin over a recorded
 // peak that fits does not count against a named profile.
 func (s *sizer) initial(j *Job) Profile {
+	if !s.predict {
+		return s.fromHistory(j)
+	}
 	c, err := s.est.Estimate(estimator.Workload{
 		Key:         j.Key,
 		Annotations: map[string]string{estimator.AnnotationMemory: strconv.FormatUint(declared(j), 10)},
@@ -62,6 +70,30 @@ func (s *sizer) initial(j *Job) Profile {
 		}
 	}
 	return est
+}
+
+// fromHistory is the first profile without the predictor: the profile the
+// job asks for (by name, else the tightest holding its declared memory)
+// while that holds both the declared memory and the key's recorded need,
+// else the tightest holding the larger of the two (the whole GPU when
+// nothing does). No margin is added: the history holds only needs proven
+// by runs that ran out or outgrew their declaration.
+func (s *sizer) fromHistory(j *Job) Profile {
+	asked, ok := s.model.Profile(j.Profile)
+	if !ok {
+		asked = s.model.Pick(declared(j))
+	}
+	need := declared(j)
+	if peak, ok := s.hist.Peak(j.Key); ok {
+		need = max(need, peak)
+	}
+	if asked.Memory >= need {
+		return asked
+	}
+	if p := s.model.Pick(need); p.Memory >= need {
+		return p
+	}
+	return s.model.Full
 }
 
 // noiseSD is the sample noise the predictor sees, as a fraction of the

@@ -63,6 +63,7 @@ func (e *engine) serve() error {
 		e.dirty[n] = false
 	}
 	e.fresh = false
+	e.resize()
 	e.orderBatch()
 	if err := e.planQueue(); err != nil {
 		return err
@@ -90,14 +91,6 @@ func (e *engine) serve() error {
 		}
 		if e.pol.Order == FIFO && i > 0 {
 			j.needAll = true // it was waiting behind the order, not for room
-		}
-		if e.pred != nil && j.attempts == 0 && j.sized != e.pred.learned {
-			// Earlier runs of its workload may have shown, since it
-			// queued, that its first profile is too small.
-			if p := e.pred.initial(j.job); p.Memory > j.profile.Memory {
-				j.profile, j.needAll = p, true
-			}
-			j.sized = e.pred.learned
 		}
 		nodes := dirty
 		if j.needAll {
@@ -129,6 +122,25 @@ func (e *engine) serve() error {
 	}
 	e.keepQueue(keep)
 	return nil
+}
+
+// resize gives each waiting job not yet run the profile its workload's
+// history now asks for, when earlier runs of that workload have shown,
+// since it queued, that its first profile is too small. It runs before
+// anything in the scan can start a job.
+func (e *engine) resize() {
+	if e.pred == nil {
+		return
+	}
+	for _, j := range e.queue {
+		if j.attempts > 0 || j.sized == e.pred.learned {
+			continue
+		}
+		if p := e.pred.initial(j.job); p.Memory > j.profile.Memory {
+			j.profile, j.needAll = p, true
+		}
+		j.sized = e.pred.learned
+	}
 }
 
 // servePacked is a scan's first pass under PackFirst: it starts, in queue

@@ -93,7 +93,7 @@ func (e *engine) begin(r *run) {
 	if p, ok := r.j.job.Mem.OOMAt(r.g.profile.Memory); ok {
 		r.oomAt = p
 	}
-	if e.pred != nil {
+	if e.pred != nil && e.pred.predict {
 		if p, prof, need, ok := e.pred.mark(r.j, r.g.profile, r.oomAt); ok {
 			r.markAt, r.markProfile, r.markNeed = p, prof, need
 		}
@@ -197,7 +197,10 @@ func (e *engine) end(r *run, outcome Outcome) error {
 			// planEvery-th run that ends after the last arrival.
 			e.planDue = e.planDue || e.quiet%planEvery == 0
 		}
-		if e.pred != nil {
+		// With the predictor every peak teaches the history; without it
+		// only one above the declaration, so a workload declared
+		// correctly keeps what it asked for.
+		if e.pred != nil && (e.pred.predict || j.job.Mem.Peak > declared(j.job)) {
 			if err := e.pred.learn(j.job.Key, j.job.Mem.Peak, e.now); err != nil {
 				return err
 			}
