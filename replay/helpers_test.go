@@ -50,3 +50,19 @@ func same(a, b *Result) bool {
 
 // oneGPU is a single A100 with no NVML time, for hand-computed cases.
 var oneGPU = Config{Nodes: 1, GPUsPerNode: 1, NoNVMLCost: true, Check: true}
+
+// chatsBehindBlockers is one A100 where two blockers (a 4g.20gb and a
+// 2g.10gb, 1,000 s each) leave room for one small instance, and three runs
+// of the workload "chat", which declares 3 GiB (a 1g.5gb) but grows to
+// 8 GiB: chat-1 at 0 s, chat-2 queued behind it at 1 s, chat-3 at 60 s.
+func chatsBehindBlockers() []Job {
+	chat := func(id string, arrival float64) Job {
+		return Job{ID: id, Key: "chat", Arrival: arrival, FullRuntime: 100, Scaling: 0,
+			Mem: Memory{Start: 3 * GiB, Peak: 8 * GiB, GrowTo: 1}, Declared: 3 * GiB}
+	}
+	return []Job{
+		{ID: "b4", Key: "b4", FullRuntime: 1000, Scaling: 1, Mem: Fixed(10 * GiB), Profile: "4g.20gb"},
+		{ID: "b2", Key: "b2", FullRuntime: 1000, Scaling: 1, Mem: Fixed(5 * GiB), Profile: "2g.10gb"},
+		chat("chat-1", 0), chat("chat-2", 1), chat("chat-3", 60),
+	}
+}

@@ -12,15 +12,7 @@ import "testing"
 // runs out on its 1g.5gb. chat-2 waits while chat-1 runs, so it is re-sized
 // in the queue, before the scan's packing pass could start it.
 func TestHistoryTeachesLaterRunsWithoutThePredictor(t *testing.T) {
-	chat := func(id string, arrival float64) Job {
-		return Job{ID: id, Key: "chat", Arrival: arrival, FullRuntime: 100, Scaling: 0,
-			Mem: Memory{Start: 3 * GiB, Peak: 8 * GiB, GrowTo: 1}, Declared: 3 * GiB}
-	}
-	jobs := []Job{
-		{ID: "b4", Key: "b4", FullRuntime: 1000, Scaling: 1, Mem: Fixed(10 * GiB), Profile: "4g.20gb"},
-		{ID: "b2", Key: "b2", FullRuntime: 1000, Scaling: 1, Mem: Fixed(5 * GiB), Profile: "2g.10gb"},
-		chat("chat-1", 0), chat("chat-2", 1), chat("chat-3", 60),
-	}
+	jobs := chatsBehindBlockers()
 	pol := policy(t, "migpro+plan")
 	if !pol.Learn || pol.Predict {
 		t.Fatalf("migpro+plan: Learn %v, Predict %v; want the history without the predictor", pol.Learn, pol.Predict)

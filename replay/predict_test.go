@@ -10,15 +10,7 @@ import "testing"
 // start on the larger profile, so the workload restarts once, not three
 // times.
 func TestRestartTeachesWaitingRunsOfTheWorkload(t *testing.T) {
-	chat := func(id string, arrival float64) Job {
-		return Job{ID: id, Key: "chat", Arrival: arrival, FullRuntime: 100, Scaling: 0,
-			Mem: Memory{Start: 3 * GiB, Peak: 8 * GiB, GrowTo: 1}, Declared: 3 * GiB}
-	}
-	jobs := []Job{
-		{ID: "b4", Key: "b4", FullRuntime: 1000, Scaling: 1, Mem: Fixed(10 * GiB), Profile: "4g.20gb"},
-		{ID: "b2", Key: "b2", FullRuntime: 1000, Scaling: 1, Mem: Fixed(5 * GiB), Profile: "2g.10gb"},
-		chat("chat-1", 0), chat("chat-2", 1), chat("chat-3", 60),
-	}
+	jobs := chatsBehindBlockers()
 	cfg := oneGPU
 	cfg.Seed = 3
 	r := simRun(t, jobs, cfg, policy(t, "migpro+predict"))
