@@ -230,22 +230,6 @@ func (m *Model) MinSliceSeconds(j *Job) float64 {
 	return leastOver(m.Profiles, j, func(p Profile) float64 { return float64(p.Slices) * j.Runtime(p.Slices, m.Slices) })
 }
 
-// MinSlotSeconds is the least memory-slot-seconds a job can run in: over
-// every profile of every GPU model of the node that holds its peak, memory
-// slots × run time there. A 1g.10gb on an A100 uses one compute slice but
-// two of the eight memory slots, so memory, not compute, bounds how many
-// such runs a GPU holds at once.
-func (m *Model) MinSlotSeconds(j *Job) float64 {
-	best := -1.0
-	for _, gm := range m.gpuModels() {
-		ss := leastOver(gm.Profiles, j, func(p Profile) float64 { return float64(p.Slots) * j.Runtime(p.Slices, m.Slices) })
-		if ss >= 0 && (best < 0 || ss < best) {
-			best = ss
-		}
-	}
-	return best
-}
-
 // MinRuntime is the shortest a job can run on any instance holding its peak.
 func (m *Model) MinRuntime(j *Job) float64 {
 	return leastOver(m.Profiles, j, func(p Profile) float64 { return j.Runtime(p.Slices, m.Slices) })

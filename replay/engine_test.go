@@ -210,6 +210,29 @@ func TestLowerBoundByHand(t *testing.T) {
 	if got := LowerBound(h100, mixed, 2); math.Abs(got-200) > 1e-9 {
 		t.Errorf("bound of two H100-only jobs %v, want 200", got)
 	}
+	// One profile for both resources: eight half compute-bound 8 GiB jobs
+	// of 100 s on one A100 are cheapest in slices on a 1g.10gb (264.6 s ×
+	// 1 slice) and in slots on a 2g.10gb (187.1 s × 2 slots), and the
+	// separate bounds (302.4 s over 7 slices, 374.2 s over 8 slots) let
+	// each job take both. Each must run on one: the best mix of the two
+	// profiles over both resources at once needs 403.7 s, which the
+	// weighted bound reaches to within its grid of weights.
+	var half []Job
+	for i := 0; i < 8; i++ {
+		half = append(half, Job{ID: string(rune('a' + i)), FullRuntime: 100, Scaling: 0.5, Mem: Fixed(8 * GiB)})
+	}
+	t1, t2 := half[0].Runtime(1, 7), half[0].Runtime(2, 7)
+	separate := max(8*t1/7, 8*2*t2/8)
+	// The weighted use of a 1g.10gb falls with λ and a 2g.10gb's rises;
+	// the best λ is where they cross.
+	f1 := func(l float64) float64 { return t1 * (l/7 + (1-l)*2/8) }
+	f2 := func(l float64) float64 { return t2 * (l*2/7 + (1-l)*2/8) }
+	lam := (f1(0) - f2(0)) / ((f1(0) - f1(1)) + (f2(1) - f2(0)))
+	joint := 8 * f1(lam)
+	got := LowerBound(half, m, 1)
+	if got > joint+1e-9 || got < joint-1.5 || got < separate+25 {
+		t.Errorf("bound of eight 8 GiB half compute-bound jobs %.1f, want at most %.1f (one profile per job over both resources) and within 1.5 of it, above the separate bounds' %.1f", got, joint, separate)
+	}
 	// A compute-bound job needing 30 GiB only fits the whole GPU: 7 × 100.
 	big := []Job{{ID: "big", FullRuntime: 100, Scaling: 1, Mem: Fixed(30 * GiB)}}
 	if got := LowerBound(big, m, 2); math.Abs(got-100) > 1e-9 {

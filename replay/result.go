@@ -72,18 +72,25 @@ func percentile(xs []float64, q float64) float64 {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-// LowerBound is a makespan no policy can beat: every job
-// needs at least its minimum slice-seconds (over the profiles that hold its
-// peak), and the cluster offers slices × GPUs per second. MIG adds a second
-// resource: instances on a GPU hold disjoint memory slots, so the jobs'
-// minimum slot-seconds over the cluster's slots bound it too. On a mixed
-// node, a job only one model can hold (a 40 GB request beside 40 GB A100s
-// fits only the H100s) must run on that model's GPUs, so those jobs' work
-// over those GPUs bounds it as well. The largest of the bounds counts.
-// Arrivals sharpen each: the work arriving at or after time a cannot finish
-// before a plus that work over its capacity, and no job finishes before its
-// arrival plus its shortest run time. Reconfiguration time and restarts are
-// left out, so the bound is optimistic for every policy alike.
+// LowerBound is a makespan no policy can beat. MIG gives a GPU two
+// resources: S compute slices and M memory slots, and the instances running
+// on it at any moment use at most all of each. So for any weight λ in
+// [0, 1], an instance of s slices and m slots uses at most one GPU's worth
+// of λ·s/S + (1−λ)·m/M, and a job's cheapest profile for that weighted use
+// (over the profiles that hold its peak, weighted use × run time there)
+// is the least GPU-seconds it can take. Summed over the jobs and divided by
+// the GPUs, that is a bound for every λ; the largest over a grid of λ counts.
+// λ = 1 alone is the slice bound, λ = 0 the memory-slot bound (a 1g.10gb on
+// an A100 uses one of 7 slices but two of 8 slots, so four at once fill it);
+// weights between them are sharper when a job's cheapest profile for slices
+// is not its cheapest for slots, since it must run on one profile for both.
+// On a mixed node, a job only one model can hold (a 40 GB request beside
+// 40 GB A100s fits only the H100s) must run on that model's GPUs, so those
+// jobs' use over those GPUs bounds it as well. Arrivals sharpen each bound:
+// the work arriving at or after time a cannot finish before a plus that work
+// over its capacity, and no job finishes before its arrival plus its
+// shortest run time. Reconfiguration time and restarts are left out, so the
+// bound is optimistic for every policy alike.
 func LowerBound(jobs []Job, model *Model, gpus int) float64 {
 	if len(jobs) == 0 || gpus <= 0 {
 		return 0
@@ -100,7 +107,7 @@ func LowerBound(jobs []Job, model *Model, gpus int) float64 {
 		only := onlyModel(model, j)
 		for i := range pools {
 			if p := &pools[i]; p.only == nil || p.only == only {
-				lb = max(lb, p.add(j))
+				lb = max(lb, p.add(j, model.Slices))
 			}
 		}
 		lb = max(lb, j.Arrival+model.MinRuntime(j))
@@ -108,28 +115,58 @@ func LowerBound(jobs []Job, model *Model, gpus int) float64 {
 	return lb
 }
 
+// boundSteps is how finely the weight λ between slices and memory slots is
+// tried: λ = 0, 1/boundSteps, …, 1. Every λ gives a valid bound, so a
+// coarser grid only loosens it.
+const boundSteps = 32
+
 // boundPool is a set of GPUs and the work only they can do, summed from the
 // latest arrival back.
 type boundPool struct {
-	// model is the pool's GPU model: the node's for the whole cluster, which
-	// every job counts toward; on a mixed node one model's, set in only too,
-	// for the jobs no other model can hold.
-	model, only         *Model
-	slices, slots       float64
-	sliceWork, slotWork float64
+	// models are the pool's GPU models: every model of the node for the
+	// whole cluster, which every job counts toward; on a mixed node one
+	// model, set in only too, for the jobs no other model can hold.
+	models []*Model
+	only   *Model
+	gpus   float64
+	// work is, per λ, the jobs' least weighted GPU-seconds.
+	work [boundSteps + 1]float64
 }
 
 // add counts j toward the pool and returns the pool's bound for the jobs
-// arriving at or after j.
-func (p *boundPool) add(j *Job) float64 {
-	p.sliceWork += p.model.MinSliceSeconds(j)
-	p.slotWork += p.model.MinSlotSeconds(j)
-	return j.Arrival + max(p.sliceWork/p.slices, p.slotWork/p.slots)
+// arriving at or after j. nodeSlices is the node's compute slices, which
+// run times are given against.
+func (p *boundPool) add(j *Job, nodeSlices int) float64 {
+	var least [boundSteps + 1]float64
+	for k := range least {
+		least[k] = math.Inf(1)
+	}
+	for _, gm := range p.models {
+		for _, pr := range gm.Profiles {
+			if pr.Memory < j.Mem.Peak {
+				continue
+			}
+			t := j.Runtime(pr.Slices, nodeSlices)
+			s, m := float64(pr.Slices)/float64(gm.Slices), float64(pr.Slots)/float64(gm.Slots)
+			for k := range least {
+				lam := float64(k) / boundSteps
+				least[k] = min(least[k], t*(lam*s+(1-lam)*m))
+			}
+		}
+	}
+	most := 0.0
+	for k := range p.work {
+		if !math.IsInf(least[k], 1) {
+			p.work[k] += least[k]
+		}
+		most = max(most, p.work[k])
+	}
+	return j.Arrival + most/p.gpus
 }
 
 // boundPools is the whole cluster and, on a mixed node, each model's GPUs.
 func boundPools(model *Model, gpus int) []boundPool {
-	pools := []boundPool{{model: model, slices: float64(model.Slices * gpus), slots: float64(model.Slots * gpus)}}
+	pools := []boundPool{{models: model.gpuModels(), gpus: float64(gpus)}}
 	if model.perGPU == nil {
 		return pools
 	}
@@ -141,7 +178,7 @@ func boundPools(model *Model, gpus int) []boundPool {
 				n++
 			}
 		}
-		pools = append(pools, boundPool{model: gm, only: gm, slices: float64(gm.Slices * n * nodes), slots: float64(gm.Slots * n * nodes)})
+		pools = append(pools, boundPool{models: []*Model{gm}, only: gm, gpus: float64(n * nodes)})
 	}
 	return pools
 }
