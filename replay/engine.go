@@ -240,7 +240,7 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 		if pol.Predict {
 			e.res.Detail += ", estimator+predictor"
 		} else {
-			e.res.Detail += ", workload history"
+			e.res.Detail += ", workload history, predictor on declared memory"
 		}
 	}
 	if pol.PCIeAware {

@@ -2,20 +2,26 @@ package replay
 
 import "testing"
 
-// Without the predictor, a run that runs out of memory still teaches the
+// With the history alone, a run that runs out of memory teaches the
 // workload's history, and the runs of that workload not yet started begin
 // on a profile holding what it showed. On one A100 two blockers leave room
-// for one small instance; chat-1 declares 3 GiB (a 1g.5gb) but grows to
-// 8 GiB and runs out. chat-2 queued behind it before that, chat-3 arrives
-// after: under migpro+plan (Policy.Learn) both start on a larger profile,
-// so the workload restarts once. With the history off, each of the three
-// runs out on its 1g.5gb. chat-2 waits while chat-1 runs, so it is re-sized
-// in the queue, before the scan's packing pass could start it.
+// for one small instance; chat-1 names a 1g.5gb (so the predictor leaves
+// it alone) but grows to 8 GiB and runs out. chat-2 queued behind it before
+// that, chat-3 arrives after: under migpro+plan (Policy.Learn) both start
+// on a larger profile, so the workload restarts once. With the history off,
+// each of the three runs out on its 1g.5gb. chat-2 waits while chat-1 runs,
+// so it is re-sized in the queue, before the scan's packing pass could
+// start it.
 func TestHistoryTeachesLaterRunsWithoutThePredictor(t *testing.T) {
 	jobs := chatsBehindBlockers()
+	for i := range jobs {
+		if jobs[i].Key == "chat" {
+			jobs[i].Profile = "1g.5gb"
+		}
+	}
 	pol := policy(t, "migpro+plan")
 	if !pol.Learn || pol.Predict {
-		t.Fatalf("migpro+plan: Learn %v, Predict %v; want the history without the predictor", pol.Learn, pol.Predict)
+		t.Fatalf("migpro+plan: Learn %v, Predict %v; want the history without the estimator", pol.Learn, pol.Predict)
 	}
 	r := simRun(t, jobs, oneGPU, pol)
 	if r.Restarts != 1 || r.Marks != 0 {
@@ -34,6 +40,25 @@ func TestHistoryTeachesLaterRunsWithoutThePredictor(t *testing.T) {
 	pol.Learn = false
 	if r := simRun(t, jobs, oneGPU, pol); r.Restarts != 3 {
 		t.Errorf("without the history: %d restarts, want 3 (each chat runs out once)", r.Restarts)
+	}
+}
+
+// Under migpro+plan the predictor moves a run before it runs out only when
+// migpro chose its profile from the memory its user declared. chat-1
+// declares 3 GiB and grows to 8 GiB: asked for by memory, it is marked and
+// moved before its 1g.5gb runs out; asked for as a 1g.5gb by name, it runs
+// out instead.
+func TestPredictorWatchesOnlyRunsSizedFromDeclaredMemory(t *testing.T) {
+	jobs := chatsBehindBlockers()[:3]
+	pol := policy(t, "migpro+plan")
+	r := simRun(t, jobs, oneGPU, pol)
+	if r.Restarts != 1 || r.Marks != 1 {
+		t.Errorf("declared 3 GiB: %d restarts (%d marked), want 1 marked before the OOM: runs %+v", r.Restarts, r.Marks, r.Runs)
+	}
+	jobs[2].Profile = "1g.5gb"
+	r = simRun(t, jobs, oneGPU, pol)
+	if r.Restarts != 1 || r.Marks != 0 {
+		t.Errorf("named 1g.5gb: %d restarts (%d marked), want 1 OOM, unmarked: runs %+v", r.Restarts, r.Marks, r.Runs)
 	}
 }
 
@@ -75,8 +100,8 @@ func TestHistoryKeepsAProfileDeclaredCorrectly(t *testing.T) {
 
 // On the llm batch, whose runs outgrow what their users declare, no run of
 // migpro+plan starts on a profile its workload had already run out of
-// memory on: every waiting run is re-sized before the scan that could
-// start it. Without the history, runs of the same workload keep starting
+// memory on, or been moved off by the predictor: every waiting run is
+// re-sized before the scan that could start it. Without the history, runs of the same workload keep starting
 // on profiles too small, and the batch restarts far more often.
 func TestHistoryStartsNoRunWhereItsWorkloadRanOut(t *testing.T) {
 	m := model(t)

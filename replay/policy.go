@@ -76,7 +76,10 @@ type Policy struct {
 	// runs of that workload (those already waiting included) start on a
 	// profile holding it. A job keeps the profile it asked for while that
 	// holds both its declared memory and what the history has shown, so a
-	// workload declared correctly is never re-sized (see predict.go).
+	// workload declared correctly is never re-sized. The predictor watches
+	// only the runs sized from a declared memory (the job names no
+	// profile): a job that names its profile keeps it until it actually
+	// runs out, since a forecast is not proof (see predict.go).
 	Learn bool
 	// Reserve holds a GPU for a job that has waited longer than
 	// starveFactor times its own run time (migpro only).

@@ -15,9 +15,10 @@ import (
 // sizer is policy 5's use of the real estimator and predictor: the first
 // profile comes from the estimator (declared memory, overridden by the peak
 // of earlier runs of the same workload key), and every run's memory series
-// goes through the predictor, which may mark it before it runs out. Without
-// the predictor (Policy.Learn) it keeps only the history: what runs that
-// ran out of memory or outgrew their declaration showed.
+// goes through the predictor, which may mark it before it runs out. With
+// the history alone (Policy.Learn) it records only what runs that ran out
+// of memory, were marked, or outgrew their declaration showed, and the
+// predictor watches only the runs sized from a declared memory.
 type sizer struct {
 	model *Model
 	est   *estimator.Estimator
@@ -26,8 +27,9 @@ type sizer struct {
 	// learned counts the history's changes, so a waiting job is re-sized
 	// only when something was learned since it last was.
 	learned uint64
-	// predict is whether the predictor watches runs and the estimator,
-	// with its margin, sizes them; false for the history alone.
+	// predict is whether the estimator, with its margin, sizes runs and
+	// the predictor watches every one; false for the history alone
+	// (fromHistory, watches).
 	predict bool
 }
 
@@ -94,6 +96,18 @@ func (s *sizer) fromHistory(j *Job) Profile {
 		return p
 	}
 	return s.model.Full
+}
+
+// watches reports whether the predictor follows j's runs: every run with
+// the estimator (Policy.Predict); with the history alone (Policy.Learn),
+// only those of a job that names no profile, whose instance migpro chose
+// from the memory its user declared. A named profile is the user's choice
+// of compute slices, and a forecast is not proof that it is too small: a
+// run that holds 99% of its instance throughout, seen through noisy
+// telemetry, can be marked though it fits. Such a job moves up only when it
+// actually runs out.
+func (s *sizer) watches(j *Job) bool {
+	return s.predict || j.Profile == ""
 }
 
 // noiseSD is the sample noise the predictor sees, as a fraction of the

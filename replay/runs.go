@@ -93,7 +93,7 @@ func (e *engine) begin(r *run) {
 	if p, ok := r.j.job.Mem.OOMAt(r.g.profile.Memory); ok {
 		r.oomAt = p
 	}
-	if e.pred != nil && e.pred.predict {
+	if e.pred != nil && e.pred.watches(r.j.job) {
 		if p, prof, need, ok := e.pred.mark(r.j, r.g.profile, r.oomAt); ok {
 			r.markAt, r.markProfile, r.markNeed = p, prof, need
 		}
