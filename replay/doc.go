@@ -20,9 +20,10 @@
 // what it knows now (plan.go), and each scan starts first the waiting jobs
 // whose placement strands no compute slice the waiting requests could use
 // (pack.go). Once arrivals stop, it serves what waits shortest expected run
-// first (batch.go). It sizes jobs from the workload history without the
-// predictor: what runs that ran out of memory or outgrew their declaration
-// showed (predict.go, Policy.Learn).
+// first (batch.go). It sizes jobs from the workload history (what runs that
+// ran out of memory, were moved, or outgrew their declaration showed), and
+// the predictor watches only the runs sized from a declared memory
+// (predict.go, Policy.Learn).
 //
 // Time is simulated: nothing sleeps. NVML creates and destroys cost
 // 0.1–0.4 s of simulated time by instance size (NVMLCost) and are

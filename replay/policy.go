@@ -70,9 +70,9 @@ type Policy struct {
 	// peaks of earlier runs of the same key) and moves a run to a larger
 	// profile when the predictor marks it, instead of waiting for the OOM.
 	Predict bool
-	// Learn sizes jobs from the workload history alone, as a node without
-	// the predictor would: a run that ran out of memory, or finished above
-	// its declared memory, records what its workload needs, and the later
+	// Learn sizes jobs from the workload history, without the estimator's
+	// margin: a run that ran out of memory, was moved by the predictor, or
+	// finished above its declared memory records what its workload needs, and the later
 	// runs of that workload (those already waiting included) start on a
 	// profile holding it. A job keeps the profile it asked for while that
 	// holds both its declared memory and what the history has shown, so a

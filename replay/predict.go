@@ -74,12 +74,13 @@ func (s *sizer) initial(j *Job) Profile {
 	return est
 }
 
-// fromHistory is the first profile without the predictor: the profile the
+// fromHistory is the first profile under Policy.Learn: the profile the
 // job asks for (by name, else the tightest holding its declared memory)
 // while that holds both the declared memory and the key's recorded need,
 // else the tightest holding the larger of the two (the whole GPU when
-// nothing does). No margin is added: the history holds only needs proven
-// by runs that ran out or outgrew their declaration.
+// nothing does). No margin is added: the history holds only needs shown by
+// runs that ran out, were moved by the predictor, or outgrew their
+// declaration.
 func (s *sizer) fromHistory(j *Job) Profile {
 	asked, ok := s.model.Profile(j.Profile)
 	if !ok {

@@ -197,9 +197,9 @@ func (e *engine) end(r *run, outcome Outcome) error {
 			// planEvery-th run that ends after the last arrival.
 			e.planDue = e.planDue || e.quiet%planEvery == 0
 		}
-		// With the predictor every peak teaches the history; without it
-		// only one above the declaration, so a workload declared
-		// correctly keeps what it asked for.
+		// Under Policy.Predict every peak teaches the history; under
+		// Policy.Learn only one above the declaration, so a workload
+		// declared correctly keeps what it asked for.
 		if e.pred != nil && (e.pred.predict || j.job.Mem.Peak > declared(j.job)) {
 			if err := e.pred.learn(j.job.Key, j.job.Mem.Peak, e.now); err != nil {
 				return err
