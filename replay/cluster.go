@@ -208,6 +208,15 @@ func (m *Model) Pick(need uint64) Profile {
 	return p
 }
 
+// asked is the profile a job asks for: the one it names, else the tightest
+// holding its declared memory.
+func (m *Model) asked(j *Job) Profile {
+	if p, ok := m.Profile(j.Profile); ok {
+		return p
+	}
+	return m.Pick(declared(j))
+}
+
 // Grow is the profile a job moves to after running out of memory on cur
 // without a better hint: the tightest with more memory. It returns cur when
 // nothing is larger.

@@ -363,10 +363,7 @@ func (e *engine) initialProfile(j *Job) Profile {
 	if e.pred != nil {
 		return e.pred.initial(j)
 	}
-	if p, ok := e.model.Profile(j.Profile); ok {
-		return p
-	}
-	return e.model.Pick(declared(j))
+	return e.model.asked(j)
 }
 
 func declared(j *Job) uint64 {

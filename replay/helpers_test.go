@@ -66,3 +66,13 @@ func chatsBehindBlockers() []Job {
 		chat("chat-1", 0), chat("chat-2", 1), chat("chat-3", 60),
 	}
 }
+
+// firstProfiles is, per job, the profile of its first run: r.Runs is in
+// the order runs ended, and a job's runs follow one another.
+func firstProfiles(r *Result) map[string]string {
+	first := map[string]string{}
+	for i := len(r.Runs) - 1; i >= 0; i-- {
+		first[r.Runs[i].Job] = r.Runs[i].Profile
+	}
+	return first
+}

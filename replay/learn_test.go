@@ -27,10 +27,7 @@ func TestHistoryTeachesLaterRunsWithoutThePredictor(t *testing.T) {
 	if r.Restarts != 1 || r.Marks != 0 {
 		t.Errorf("%d restarts (%d marked), want 1 unmarked (chat-1's OOM): runs %+v", r.Restarts, r.Marks, r.Runs)
 	}
-	first := map[string]string{}
-	for i := len(r.Runs) - 1; i >= 0; i-- {
-		first[r.Runs[i].Job] = r.Runs[i].Profile
-	}
+	first := firstProfiles(r)
 	for _, id := range []string{"chat-2", "chat-3"} {
 		if first[id] == "1g.5gb" || first[id] == "" {
 			t.Errorf("%s first ran on %q, want a profile larger than the 1g.5gb chat-1 ran out on", id, first[id])

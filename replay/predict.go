@@ -82,10 +82,7 @@ func (s *sizer) initial(j *Job) Profile {
 // runs that ran out, were moved by the predictor, or outgrew their
 // declaration.
 func (s *sizer) fromHistory(j *Job) Profile {
-	asked, ok := s.model.Profile(j.Profile)
-	if !ok {
-		asked = s.model.Pick(declared(j))
-	}
+	asked := s.model.asked(j)
 	need := declared(j)
 	if peak, ok := s.hist.Peak(j.Key); ok {
 		need = max(need, peak)

@@ -14,21 +14,19 @@ func TestRestartTeachesWaitingRunsOfTheWorkload(t *testing.T) {
 	cfg := oneGPU
 	cfg.Seed = 3
 	r := simRun(t, jobs, cfg, policy(t, "migpro+predict"))
-	first := map[string]string{}
+	movedTo := ""
 	for _, run := range r.Runs {
 		if run.Job == "chat-1" && run.Outcome == Finished {
-			first["chat-1"] = run.Profile
+			movedTo = run.Profile
 		}
 	}
-	for i := len(r.Runs) - 1; i >= 0; i-- {
-		first[r.Runs[i].Job+"/first"] = r.Runs[i].Profile
-	}
+	first := firstProfiles(r)
 	if r.Restarts != 1 {
 		t.Errorf("%d restarts, want 1 (chat-1's): runs %+v", r.Restarts, r.Runs)
 	}
 	for _, id := range []string{"chat-2", "chat-3"} {
-		if got := first[id+"/first"]; got == "1g.5gb" || got == "" {
-			t.Errorf("%s first ran on %q, want what chat-1 was moved to (%s)", id, got, first["chat-1"])
+		if got := first[id]; got == "1g.5gb" || got == "" {
+			t.Errorf("%s first ran on %q, want what chat-1 was moved to (%s)", id, got, movedTo)
 		}
 	}
 }
