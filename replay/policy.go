@@ -97,6 +97,10 @@ type Policy struct {
 	// placement strands no compute slice the waiting requests could use,
 	// then the others (see pack.go).
 	PackFirst bool
+	// Widen starts a job that names no profile on the profile with the
+	// same memory and more compute slices when those slices would
+	// otherwise idle (see widen.go).
+	Widen bool
 	// BatchShortest serves the queue shortest expected run first once no
 	// job has arrived for a while, until the next arrival (see batch.go).
 	BatchShortest bool
@@ -121,7 +125,7 @@ func Policies() []Policy {
 		{Name: "migpro/A-largest", Kind: Migpro, Order: LargeFirst},
 		{Name: "migpro/B-fifo", Kind: Migpro, Order: FIFO},
 		{Name: "migpro+pcie", Kind: Migpro, PCIeAware: true},
-		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true, PackFirst: true, BatchShortest: true, Learn: true},
+		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true, PackFirst: true, Widen: true, BatchShortest: true, Learn: true},
 	}
 }
 

@@ -96,7 +96,7 @@ func (e *engine) serve() error {
 		if j.needAll {
 			nodes = all
 		}
-		ok, err := e.place(j, nodes)
+		ok, err := e.placeOrWiden(j, nodes, nil)
 		if err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func (e *engine) servePacked(dirty, all []int) error {
 		if j.needAll {
 			nodes = all
 		}
-		ok, err := e.placeIf(j, nodes, e.strands)
+		ok, err := e.placeOrWiden(j, nodes, e.strands)
 		if err != nil {
 			return err
 		}
@@ -169,13 +169,8 @@ func (e *engine) servePacked(dirty, all []int) error {
 	return nil
 }
 
-// place offers j to nodes and starts it on the best one that can take it.
-func (e *engine) place(j *jobState, nodes []int) (bool, error) {
-	return e.placeIf(j, nodes, nil)
-}
-
-// placeIf is place, except that it leaves j waiting when the best offer is
-// one skip refuses.
+// placeIf offers j to nodes and starts it on the best one that can take it,
+// unless skip (when set) refuses that best offer: then j waits.
 func (e *engine) placeIf(j *jobState, nodes []int, skip func(offer, *jobState) bool) (bool, error) {
 	p := e.model.rank(j.profile.Name)
 	var best offer

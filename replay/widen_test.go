@@ -1,0 +1,83 @@
+package replay
+
+import (
+	"fmt"
+	"testing"
+)
+
+// memoryJobs are n jobs at time zero that each hold 8 GiB: they ask for
+// that memory (a 1g.10gb on an A100) unless profile names one. Run time
+// scales with slices: 4,900 s on one slice, 2,450 s on two.
+func memoryJobs(n int, profile string) []Job {
+	jobs := make([]Job, n)
+	for i := range jobs {
+		jobs[i] = Job{ID: fmt.Sprintf("m%d", i), Key: "m", FullRuntime: 700, Scaling: 1,
+			Mem: Fixed(8 * GiB), Declared: 8 * GiB, Profile: profile}
+	}
+	return jobs
+}
+
+// profileCounts counts the jobs by the profile of their first run.
+func profileCounts(r *Result) map[string]int {
+	n := map[string]int{}
+	for _, p := range firstProfiles(r) {
+		n[p]++
+	}
+	return n
+}
+
+// Four runs that ask for 8 GiB fill an A100's eight memory slots as
+// 1g.10gb instances and leave three compute slices idle. Under
+// migpro+plan (Policy.Widen) three of them start on 2g.10gb, which holds
+// the same memory on two slices, and the fourth on the 1g.10gb left at
+// slots 6–7 (no 2g.10gb fits there): all four run at once on all seven
+// slices, and the mean completion time falls from 4,900 s to 3,062.5 s.
+func TestWidenGivesIdleSlicesToRunsThatAskForMemory(t *testing.T) {
+	pol := policy(t, "migpro+plan")
+	if !pol.Widen {
+		t.Fatal("migpro+plan does not widen")
+	}
+	jobs := memoryJobs(4, "")
+	r := simRun(t, jobs, oneGPU, pol)
+	if n := profileCounts(r); n["2g.10gb"] != 3 || n["1g.10gb"] != 1 {
+		t.Errorf("first profiles %v, want three 2g.10gb and one 1g.10gb", n)
+	}
+	if r.MeanJCT != (3*2450+4900)/4.0 {
+		t.Errorf("mean JCT %.1f s, want 3062.5 s (all four at once, three on two slices)", r.MeanJCT)
+	}
+
+	pol.Widen = false
+	r = simRun(t, jobs, oneGPU, pol)
+	if n := profileCounts(r); n["1g.10gb"] != 4 || r.MeanJCT != 4900 {
+		t.Errorf("without widening: first profiles %v, mean JCT %.1f s; want four 1g.10gb, 4900 s", n, r.MeanJCT)
+	}
+}
+
+// A job that names its profile gets that profile, idle slices or not.
+func TestWidenKeepsANamedProfile(t *testing.T) {
+	r := simRun(t, memoryJobs(4, "1g.10gb"), oneGPU, policy(t, "migpro+plan"))
+	if n := profileCounts(r); n["1g.10gb"] != 4 {
+		t.Errorf("first profiles %v, want the four named 1g.10gb", n)
+	}
+}
+
+// Widening takes only slices that would idle. One run asks for 8 GiB and
+// six name a 1g.5gb: a 1g.10gb and six 1g.5gb hold the A100's seven slices
+// and eight slots, so all seven start at once. A 2g.10gb would take the
+// slice the sixth 1g.5gb needs, so the run stays on its 1g.10gb.
+func TestWidenLeavesSlicesOthersWaitFor(t *testing.T) {
+	jobs := append(memoryJobs(1, ""), make([]Job, 6)...)
+	for i := 1; i < len(jobs); i++ {
+		jobs[i] = Job{ID: fmt.Sprintf("s%d", i), Key: "s", FullRuntime: 700, Scaling: 1,
+			Mem: Fixed(4 * GiB), Profile: "1g.5gb"}
+	}
+	r := simRun(t, jobs, oneGPU, policy(t, "migpro+plan"))
+	if p := firstProfiles(r)["m0"]; p != "1g.10gb" {
+		t.Errorf("m0 first ran on %q, want 1g.10gb: a 2g.10gb would make a 1g.5gb wait", p)
+	}
+	for _, run := range r.Runs {
+		if run.Started != 0 {
+			t.Errorf("%s started at %.0f s, want every job at 0 s", run.Job, run.Started)
+		}
+	}
+}
