@@ -19,7 +19,9 @@
 // orders the wait queue with a planner that simulates the node forward from
 // what it knows now (plan.go), and each scan starts first the waiting jobs
 // whose placement strands no compute slice the waiting requests could use
-// (pack.go). Once arrivals stop, it serves what waits shortest expected run
+// (pack.go); a job that asks only for memory starts on the profile with the
+// same memory and more compute slices when those slices would idle
+// (widen.go). Once arrivals stop, it serves what waits shortest expected run
 // first (batch.go). It sizes jobs from the workload history (what runs that
 // ran out of memory, were moved, or outgrew their declaration showed), and
 // the predictor watches only the runs sized from a declared memory
