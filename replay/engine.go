@@ -227,6 +227,9 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 		if pol.Plan {
 			e.res.Detail += ", queue planned"
 		}
+		if pol.Widen {
+			e.res.Detail += ", widened onto idle slices"
+		}
 	}
 	if pol.Predict || pol.Learn {
 		dir, err := os.MkdirTemp("", "migpro-simulate-history-")

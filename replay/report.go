@@ -22,7 +22,7 @@ func WriteTable(w io.Writer, results []*Result) error {
 	}
 	if len(results) > 0 {
 		rows = append(rows, []string{"lower bound", fmt.Sprintf("%.0f", results[0].LowerBound), "", "", "", "", "", "", "", "", "", "", "",
-			"1.00", "slice- or slot-seconds over the cluster's slices or memory slots, arrivals respected"})
+			"1.00", "each job on its cheapest profile for slices and memory slots together, arrivals respected"})
 	}
 	widths := make([]int, len(rows[0]))
 	for _, row := range rows {

@@ -203,3 +203,44 @@ func TestSimulatePlanMovesTheQueue(t *testing.T) {
 		t.Errorf("mean JCT: migpro+plan %.0f s, not shorter than migpro+reserve's %.0f s", rows[1].MeanJCT, rows[0].MeanJCT)
 	}
 }
+
+// Widening through the CLI: four jobs replayed from a CSV each hold 8 GiB
+// on one A100. Asked for by memory, migpro gives them four 1g.10gb
+// (4,900 s each), and migpro+plan widens three onto 2g.10gb, which hold
+// the same memory on two slices (2,450 s): mean JCT about 3,063 s. Named
+// as 1g.10gb in the CSV, they keep that profile under both policies.
+func TestSimulateWidensJobsThatAskForMemory(t *testing.T) {
+	for _, named := range []bool{false, true} {
+		csv := "id,arrival_s,full_runtime_s,peak_gib,scaling,profile\n"
+		for i := range 4 {
+			profile := ""
+			if named {
+				profile = "1g.10gb"
+			}
+			csv += "m" + string(rune('0'+i)) + ",0,700,8,1," + profile + "\n"
+		}
+		path := filepath.Join(t.TempDir(), "jobs.csv")
+		if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errs, code := simulateCmd(t, "--csv", path, "--simulate", "a100-40gb:1", "--policies", "migpro,migpro+plan", "--output", "json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var rows []simulateJSON
+		if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
+			t.Fatalf("rows %+v, %v in %s", rows, err, out)
+		}
+		migpro, plan := rows[0].MeanJCT, rows[1].MeanJCT
+		if named {
+			if plan < 4900 || migpro < 4900 {
+				t.Errorf("named 1g.10gb: mean JCT migpro %.0f s, migpro+plan %.0f s; want both at least 4,900 s (no widening)", migpro, plan)
+			}
+			continue
+		}
+		if !strings.Contains(rows[1].Detail, "widened") || plan > 3100 || migpro < 4900 {
+			t.Errorf("by memory: mean JCT migpro %.0f s, migpro+plan %.0f s (%s); want at least 4,900 s and at most 3,100 s, widened",
+				migpro, plan, rows[1].Detail)
+		}
+	}
+}
