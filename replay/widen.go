@@ -53,7 +53,7 @@ func (e *engine) placeWide(j *jobState, nodes []int) (bool, error) {
 // of the tight profile there would.
 func (e *engine) widenCosts(o offer, tight, wide Profile) bool {
 	if o.mask == 0 {
-		return false // an idle wide instance reused: nothing new is taken
+		return false // no placement to judge (static layouts)
 	}
 	gs := e.nodes[o.node].gpus[o.gpu]
 	m := gs.model
