@@ -111,7 +111,8 @@ type Policy struct {
 // reservations against starvation, (5) migpro with prediction, (6) migpro
 // with the queue orderings A (smallest first) and B (FIFO) and the
 // largest-first ordering, migpro's PCIe-aware GPU choice, and migpro with
-// reservations, a planner over the known queue and the workload history.
+// reservations, a planner over the known queue, packing first, widening,
+// the batch order and the workload history.
 func Policies() []Policy {
 	return []Policy{
 		{Name: "sequential", Kind: Static, FullGPU: true, Layout: "all-full"},
