@@ -98,8 +98,9 @@ func TestHistoryKeepsAProfileDeclaredCorrectly(t *testing.T) {
 // On the llm batch, whose runs outgrow what their users declare, no run of
 // migpro+plan starts on a profile its workload had already run out of
 // memory on, or been moved off by the predictor: every waiting run is
-// re-sized before the scan that could start it. Without the history, runs of the same workload keep starting
-// on profiles too small, and the batch restarts far more often.
+// re-sized before the scan that could start it. Without the history, runs
+// of the same workload keep starting on profiles too small, and the batch
+// restarts far more often.
 func TestHistoryStartsNoRunWhereItsWorkloadRanOut(t *testing.T) {
 	m := model(t)
 	jobs := mix(t, "llm", 120, 1)

@@ -48,8 +48,13 @@ func (e *engine) strands(o offer, j *jobState) bool {
 // stranded is how many of a GPU's free compute slices no combination of
 // legal placements of the wanted profiles in its free memory slots can use.
 func (e *engine) stranded(m *Model, held uint16, slices int, want uint64) int {
-	free := m.Slices - slices
-	return free - e.usable(packKey{m, held, free, want})
+	return m.Slices - slices - e.usableOn(m, held, slices, want)
+}
+
+// usableOn is usable for a GPU of model m whose instances hold the memory
+// slots held and the compute slices slices.
+func (e *engine) usableOn(m *Model, held uint16, slices int, want uint64) int {
+	return e.usable(packKey{m, held, m.Slices - slices, want})
 }
 
 // usable is the most compute slices that instances placed in the free

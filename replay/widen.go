@@ -56,12 +56,10 @@ func (e *engine) widenCosts(o offer, tight, wide Profile) bool {
 		return false // no placement to judge (static layouts)
 	}
 	gs := e.nodes[o.node].gpus[o.gpu]
-	m := gs.model
 	want := e.wantedNow()
-	free := m.Slices - gs.heldSlices
-	after := e.usable(packKey{m, gs.heldSlots | o.mask, free - wide.Slices, want})
-	for _, mask := range m.masks[tight.Name] {
-		if mask&gs.heldSlots == 0 && e.usable(packKey{m, gs.heldSlots | mask, free - tight.Slices, want}) > after {
+	after := e.usableOn(gs.model, gs.heldSlots|o.mask, gs.heldSlices+wide.Slices, want)
+	for _, mask := range gs.model.masks[tight.Name] {
+		if mask&gs.heldSlots == 0 && e.usableOn(gs.model, gs.heldSlots|mask, gs.heldSlices+tight.Slices, want) > after {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -212,12 +213,12 @@ func TestSimulatePlanMovesTheQueue(t *testing.T) {
 func TestSimulateWidensJobsThatAskForMemory(t *testing.T) {
 	for _, named := range []bool{false, true} {
 		csv := "id,arrival_s,full_runtime_s,peak_gib,scaling,profile\n"
+		profile := ""
+		if named {
+			profile = "1g.10gb"
+		}
 		for i := range 4 {
-			profile := ""
-			if named {
-				profile = "1g.10gb"
-			}
-			csv += "m" + string(rune('0'+i)) + ",0,700,8,1," + profile + "\n"
+			csv += fmt.Sprintf("m%d,0,700,8,1,%s\n", i, profile)
 		}
 		path := filepath.Join(t.TempDir(), "jobs.csv")
 		if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
