@@ -33,9 +33,9 @@ build:
 # Seed 22's stream shows placement mattering on the default mixed node: migpro
 # serves 18 requests with 11 waits where first-fit serves 15 with 14. Over
 # seeds 1-60 migpro serves more on 20 (by 1-3), fewer on 12 (by 1-3) and the
-# same on 28 (go test ./cmd/migctl -run DemoSeedShowsPlacement pins seed 22).
+# same on 28 (go test ./cmd/migpro-lab -run DemoSeedShowsPlacement pins seed 22).
 demo: build
-	$(BIN)/migctl demo --seed 22
+	$(BIN)/migpro-lab demo --seed 22
 
 lint: golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

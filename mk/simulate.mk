@@ -1,4 +1,4 @@
-# Workload simulator (replay/, migctl replay; docs/simulate.md).
+# Workload simulator (replay/, migpro-lab replay; docs/simulate.md).
 # `make simulate-report` runs every generated mix under every policy and
 # writes each table and its charts under SIM_OUT (bin/, not tracked).
 SIM_OUT  ?= $(BIN)/simulate-report
@@ -9,7 +9,7 @@ simulate-report: build
 	@mkdir -p $(SIM_OUT)
 	@for m in $(SIM_MIXES); do \
 		echo "== $$m"; \
-		$(BIN)/migctl replay --mix $$m --plot $(SIM_OUT)/$$m > $(SIM_OUT)/$$m.txt || exit 1; \
+		$(BIN)/migpro-lab replay --mix $$m --plot $(SIM_OUT)/$$m > $(SIM_OUT)/$$m.txt || exit 1; \
 		cat $(SIM_OUT)/$$m.txt; \
 	done
 

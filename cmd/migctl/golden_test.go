@@ -2,55 +2,17 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
-	"time"
 
-	"github.com/migpro/migpro/agent"
-	"github.com/migpro/migpro/client"
-	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/ctl/ctltest"
 )
 
 // update rewrites the golden files: go test ./cmd/migctl -run Golden -update.
 var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
-
-// goldenAgent starts the agent's local API on a simulated A100 whose UUIDs
-// come from a fixed seed, so that status and alloc print the same bytes on
-// every run.
-func goldenAgent(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mgold")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := simgpu.NewNode("a100-40gb", simgpu.WithSeed(3), simgpu.WithRoot(filepath.Join(dir, "sim")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(agent.Config{StateDir: filepath.Join(dir, "state"), Socket: filepath.Join(dir, "a.sock"),
-		CDISpecDir: filepath.Join(dir, "cdi"), CDIKind: "golden.migpro.dev/mig", TelemetryDir: filepath.Join(dir, "run")},
-		agent.WithNode(node), agent.WithLogger(quietLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; node.Close(); os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "a.sock")
-	c := client.New(sock)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := c.Status(context.Background()); err == nil {
-			return sock
-		} else if time.Now().After(deadline) {
-			t.Fatalf("agent did not answer: %v", err)
-		}
-	}
-}
 
 // unstable are the values that change from run to run (wall-clock time),
 // blanked before comparing.
@@ -61,7 +23,7 @@ var unstable = regexp.MustCompile(`("(?:wallSeconds|lastSample)":\s*)("[^"]*"|[0
 // files were recorded before the commands moved to cobra-native flags; the
 // refactor must leave them unchanged.
 func TestGoldenJSON(t *testing.T) {
-	sock := goldenAgent(t)
+	sock := ctltest.Agent(t, "golden.migpro.dev/mig", 3)
 	topSock := topAgent(t)
 	steps := []struct {
 		name string
@@ -75,7 +37,6 @@ func TestGoldenJSON(t *testing.T) {
 		{"free", []string{"free", "--socket", sock, "golden.migpro.dev/mig=" + "PLACEHOLDER"}},
 		{"status-after-free", []string{"status", "--socket", sock, "--output", "json"}},
 		{"top", []string{"top", "--socket", topSock, "--output", "json"}},
-		{"replay", []string{"replay", "--mix", "mixed", "--jobs", "30", "--seed", "4", "--simulate", "a100-40gb:2,h100-80gb:1", "--policies", "migpro,first-fit", "--output", "json"}},
 	}
 	var allocated string
 	for _, s := range steps {

@@ -65,8 +65,6 @@ func TestJSONKeysAreLowerCamel(t *testing.T) {
 		{"estimate", "--gpu", "h100-80gb", "--memory", "7Gi", "--output", "json"},
 		{"plan", "--simulate", "a100-40gb:2", "--output", "json", "1g.5gb", "3g.20gb"},
 		{"predict", "--capacity", "10737418240", "--gpu", "h100-80gb", "--output", "json", traceDir},
-		{"replay", "--mix", "llm", "--jobs", "20", "--policies", "migpro,first-fit", "--output", "json"},
-		{"replay", "--simulate", "a100-40gb:2,h100-80gb:1", "--jobs", "20", "--policies", "migpro,first-fit", "--output", "json"},
 	}
 	// Keys that are data: profile names, policy names, GPU models.
 	dataKey := regexp.MustCompile(`^([0-9]+g\.[0-9]+gb.*|[a-z0-9]+-[0-9]+gb.*|migpro.*|first-fit|reachability|static:.*|A-.*)$`)

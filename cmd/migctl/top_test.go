@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,9 +88,8 @@ func TestTopErrors(t *testing.T) {
 	if code != 1 || !strings.Contains(out.String(), "is migpro-agent running?") {
 		t.Errorf("agent down: exit %d, %q", code, out.String())
 	}
-	var u usageError
-	if err := runTop([]string{"--bogus"}, &out); !errors.As(err, &u) {
-		t.Errorf("bad flag: %v", err)
+	if code := runMain([]string{"top", "--bogus"}, &out, &out); code != 2 {
+		t.Errorf("bad flag: exit %d", code)
 	}
 }
 

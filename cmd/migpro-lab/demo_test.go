@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/partitioner"
 	"regexp"
 	"strconv"
@@ -57,12 +58,12 @@ func TestDemoNarratesAndDrawsTheDefaultNode(t *testing.T) {
 func TestDemoSeedShowsPlacement(t *testing.T) {
 	var st [2]demoStats
 	for k, pol := range []partitioner.Policy{partitioner.Migpro{}, partitioner.FirstFit{}} {
-		node, cleanup, err := newSimNode(defaultDemoNode, 22)
+		node, cleanup, err := ctl.NewSimNode(defaultDemoNode, 22)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer cleanup()
-		part, err := partitioner.New(node, partitioner.WithPolicy(pol), partitioner.WithLogger(quietLogger()))
+		part, err := partitioner.New(node, partitioner.WithPolicy(pol), partitioner.WithLogger(ctl.QuietLogger()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func TestSimulateJSONAndPolicies(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []simulateJSON
+	var rows []replayJSON
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
@@ -187,7 +187,7 @@ func TestSimulatePlanMovesTheQueue(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []simulateJSON
+	var rows []replayJSON
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
@@ -228,7 +228,7 @@ func TestSimulateWidensJobsThatAskForMemory(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
-		var rows []simulateJSON
+		var rows []replayJSON
 		if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
 			t.Fatalf("rows %+v, %v in %s", rows, err, out)
 		}

@@ -3,59 +3,79 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand"
+	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/partitioner"
 )
 
-func init() {
-	register("demo", "watch the partitioner serve a stream of requests on a simulated node", runDemo)
-}
-
 const defaultDemoNode = "a100-40gb:2,h100-80gb:1"
 
-func runDemo(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	spec := fs.String("simulate", defaultDemoNode, "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…]")
-	seed := fs.Int64("seed", 7, "seed of the request stream and simulated UUIDs")
-	n := fs.Int("requests", 40, "number of allocate and release operations")
-	noPredict := fs.Bool("no-predict", false, "skip the second act (prediction and move on the real agent)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+type demoOptions struct {
+	spec      string
+	seed      int64
+	requests  int
+	noPredict bool
+}
+
+func newDemoCmd() *cobra.Command {
+	o := &demoOptions{}
+	const short = "watch the partitioner serve a stream of requests on a simulated node"
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: short,
+		Long: short + ".\n\nAct one replays a request stream on a simulated node and draws each placement;\n" +
+			"act two shows a prediction and a move on a real agent.",
+		Example: "  migpro-lab demo\n  migpro-lab demo --simulate a100-40gb:1 --requests 20 --no-predict",
+		Args:    ctl.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.requests < 1 {
+				return ctl.Usagef("--requests must be at least 1")
+			}
+			return o.run(cmd.OutOrStdout())
+		},
 	}
-	if *n < 1 {
-		return usagef("--requests must be at least 1")
-	}
-	node, cleanup, err := newSimNode(*spec, *seed)
+	f := cmd.Flags()
+	f.StringVar(&o.spec, "simulate", defaultDemoNode, "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…]")
+	f.Int64Var(&o.seed, "seed", 7, "seed of the request stream and simulated UUIDs")
+	f.IntVar(&o.requests, "requests", 40, "number of allocate and release operations")
+	f.BoolVar(&o.noPredict, "no-predict", false, "skip the second act (prediction and move on the real agent)")
+	return cmd
+}
+
+func (o *demoOptions) run(stdout io.Writer) error {
+	node, cleanup, err := ctl.NewSimNode(o.spec, o.seed)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	part, err := partitioner.New(node, partitioner.WithLogger(quietLogger()))
+	part, err := partitioner.New(node, partitioner.WithLogger(ctl.QuietLogger()))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Act 1: the partitioner on a simulated node %s, policy %s, %d operations (seed %d)\n\n", *spec, partitioner.DefaultPolicy.Name(), *n, *seed)
-	ops := demoStream(part.Profiles(), *n, *seed)
+	fmt.Fprintf(stdout, "Act 1: the partitioner on a simulated node %s, policy %s, %d operations (seed %d)\n\n", o.spec, partitioner.DefaultPolicy.Name(), o.requests, o.seed)
+	ops := demoStream(part.Profiles(), o.requests, o.seed)
 	got, err := replayDemo(part, ops, stdout)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nServed %d requests, %d had to wait, %d NVML steps. Final layouts:\n\n", got.served, got.waited, got.steps)
-	drawLayouts(stdout, part.GPUs(), part.Instances())
+	ctl.DrawLayouts(stdout, part.GPUs(), part.Instances())
 	fmt.Fprintln(stdout, "Legend: [profile | idle or in-use | MIG UUID prefix], · = free memory slot.")
 
 	// The same stream under first-fit placement, for comparison.
-	ffNode, ffCleanup, err := newSimNode(*spec, *seed)
+	ffNode, ffCleanup, err := ctl.NewSimNode(o.spec, o.seed)
 	if err != nil {
 		return err
 	}
 	defer ffCleanup()
-	ff, err := partitioner.New(ffNode, partitioner.WithPolicy(partitioner.FirstFit{}), partitioner.WithLogger(quietLogger()))
+	ff, err := partitioner.New(ffNode, partitioner.WithPolicy(partitioner.FirstFit{}), partitioner.WithLogger(ctl.QuietLogger()))
 	if err != nil {
 		return err
 	}
@@ -64,16 +84,25 @@ func runDemo(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nThe same stream with first-fit placement: served %d, %d had to wait, %d NVML steps.\n", base.served, base.waited, base.steps)
-	if *noPredict {
+	if o.noPredict {
 		return nil
 	}
-	return demoPrediction(stdout, *seed)
+	return demoPrediction(stdout, o.seed)
 }
+
+// demoOp is one operation of the demo's stream: allocate a profile, or
+// release what the free-th allocate got.
+type demoOp struct {
+	profile string
+	free    int
+}
+
+func owner(k int) string { return "alloc-" + strconv.Itoa(k) }
 
 type demoStats struct{ served, waited, steps int }
 
 // replayDemo runs the operations, narrating each to w when w is not nil.
-func replayDemo(part *partitioner.Partitioner, ops []planOp, w io.Writer) (demoStats, error) {
+func replayDemo(part *partitioner.Partitioner, ops []demoOp, w io.Writer) (demoStats, error) {
 	var st demoStats
 	say := func(format string, args ...any) {
 		if w != nil {
@@ -135,7 +164,7 @@ func describePlan(p partitioner.Plan) string {
 // demoStream makes a deterministic mix of requests, mostly small profiles as
 // in inference fleets, with releases of earlier allocations in between.
 // profiles come smallest first, as Partitioner.Profiles lists them.
-func demoStream(profiles []string, n int, seed int64) []planOp {
+func demoStream(profiles []string, n int, seed int64) []demoOp {
 	r := rand.New(rand.NewSource(seed))
 	var plain []string
 	for _, p := range profiles {
@@ -143,13 +172,13 @@ func demoStream(profiles []string, n int, seed int64) []planOp {
 			plain = append(plain, p)
 		}
 	}
-	var ops []planOp
+	var ops []demoOp
 	allocs := 0
 	live := []int{}
 	for len(ops) < n {
 		if len(live) > 0 && r.Float64() < 0.35 {
 			i := r.Intn(len(live))
-			ops = append(ops, planOp{free: live[i]})
+			ops = append(ops, demoOp{free: live[i]})
 			live = append(live[:i], live[i+1:]...)
 			continue
 		}
@@ -157,7 +186,7 @@ func demoStream(profiles []string, n int, seed int64) []planOp {
 		i := min(r.Intn(len(plain)), r.Intn(len(plain)))
 		allocs++
 		live = append(live, allocs)
-		ops = append(ops, planOp{profile: plain[i]})
+		ops = append(ops, demoOp{profile: plain[i]})
 	}
 	return ops
 }

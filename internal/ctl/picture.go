@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"fmt"
@@ -13,10 +13,10 @@ import (
 // enough for "3g.20gb+me" and an 8-character UUID prefix.
 const cellWidth = 11
 
-// drawLayouts draws each GPU as a row of memory slots: one box per instance
+// DrawLayouts draws each GPU as a row of memory slots: one box per instance
 // spanning its slots, showing the profile, whether it is idle or in use, and
 // the start of its UUID. Free slots are dotted.
-func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instance) {
+func DrawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instance) {
 	for _, g := range gpus {
 		fmt.Fprintf(w, "GPU %d  %s  %d/%d layouts reachable\n", g.Index, g.Model, g.Reachable, g.Maximal)
 		var onGPU []partitioner.Instance
@@ -61,13 +61,13 @@ func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instan
 	}
 }
 
-// drawStatus draws the layouts of an agent's status answer.
-func drawStatus(w io.Writer, st client.Status) {
+// DrawStatus draws the layouts of an agent's status answer.
+func DrawStatus(w io.Writer, st client.Status) {
 	insts := make([]partitioner.Instance, len(st.Instances))
 	for i, in := range st.Instances {
 		insts[i] = in.Instance
 	}
-	drawLayouts(w, st.GPUs, insts)
+	DrawLayouts(w, st.GPUs, insts)
 }
 
 func instanceAt(insts []partitioner.Instance, slot int) (partitioner.Instance, bool) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,42 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/internal/ctl/ctltest"
 	"github.com/migpro/migpro/runner"
 )
 
-// runAgent runs a real agent in-process on a simulated A100-40GB.
-func runAgent(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mrun")
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	a, err := agent.New(agent.Config{Simulate: "a100-40gb", StateDir: filepath.Join(dir, "state"),
-		Socket: filepath.Join(dir, "a.sock"), CDISpecDir: filepath.Join(dir, "cdi"), CDIKind: "migctl-run-test.dev/mig",
-		TelemetryDir: filepath.Join(dir, "run")}, agent.WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "a.sock")
-	c := client.New(sock)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := c.Status(context.Background()); err == nil {
-			return sock
-		} else if time.Now().After(deadline) {
-			t.Fatalf("agent did not answer: %v", err)
-		}
-	}
-}
+func runAgent(t *testing.T) string { return ctltest.Agent(t, "migctl-run-test.dev/mig", 0) }
 
 // cmdEngine stands in for containerd: a container writes a line and then
 // exits with code, or, with code < 0, runs until it is signalled.
