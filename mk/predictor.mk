@@ -17,17 +17,5 @@ predictor-bench:
 predictor-traces:
 	$(GO) generate ./predictor
 
-# Untrusted input: trace files and telemetry samples (30 s each).
-.PHONY: predictor-fuzz
-predictor-fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./predictor/trace
-	$(GO) test -run '^$$' -fuzz FuzzObserve -fuzztime 30s ./predictor
-
-# The webhook's recommendation parsing: a planted ConfigMap's data must never
-# panic the webhook or patch anything but a container's MIG request
-# (part of make test; READMIT_FUZZTIME bounds it).
-READMIT_FUZZTIME ?= 3000x
-.PHONY: readmit-fuzz
-readmit-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzRecommendation$$' -fuzztime $(READMIT_FUZZTIME) -fuzzminimizetime $(FUZZ_MINIMIZE) ./readmit
-TEST_TARGETS += readmit-fuzz
+# The fuzz targets (predictor-fuzz: trace files and telemetry samples;
+# readmit-fuzz) are in mk/fuzz.mk.
