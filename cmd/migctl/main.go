@@ -30,7 +30,7 @@ func newRootCmd() *cobra.Command {
 		Long: `migctl gets and frees MIG instances from the local migpro agent, shows its GPUs and
 the containers' memory, and tries the partitioner, the estimator and the predictor
 offline on simulated GPUs and recorded traces. The demo, the workload replay and
-migctl run's containerd client live in migpro-lab.`,
+run's containerd client live in migpro-lab.`,
 		Version: buildinfo.Read().Line("migctl"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

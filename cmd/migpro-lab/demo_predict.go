@@ -95,7 +95,7 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 	}
 }
 
-// moveTo readmits the server on a larger instance, as migctl run does for
+// moveTo readmits the server on a larger instance, as migpro-lab run does for
 // containerd and the eviction plus webhook do for Kubernetes.
 func moveTo(ctx context.Context, stdout io.Writer, a *agent.Agent, c *client.Client, from client.AllocResponse, profile string) error {
 	if err := c.Free(ctx, from.CDIName); err != nil {

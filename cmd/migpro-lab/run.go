@@ -152,7 +152,7 @@ func (o *runOptions) run(stdout io.Writer, args []string) error {
 	case <-gotC:
 		// Whatever the run was doing, it has stopped its container and
 		// freed its instance: exit as a process killed by the signal would.
-		fmt.Fprintf(runStderr, "migctl run: stopped on %v\n", got)
+		fmt.Fprintf(runStderr, "migpro-lab run: stopped on %v\n", got)
 		exitProcess(128 + int(got.(syscall.Signal)))
 		return nil
 	default:

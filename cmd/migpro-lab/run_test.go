@@ -102,7 +102,7 @@ func TestRunBadInputExits2(t *testing.T) {
 		var out, errb bytes.Buffer
 		code := runMain(append([]string{"run"}, tc.args...), &out, &errb)
 		if code != 2 || !strings.Contains(errb.String(), tc.msg) || strings.Count(errb.String(), "\n") != 1 {
-			t.Errorf("migctl run %v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, errb.String(), tc.msg)
+			t.Errorf("migpro-lab run %v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, errb.String(), tc.msg)
 		}
 	}
 }
@@ -130,7 +130,7 @@ func TestRunExitCodeOutputAndNoLeak(t *testing.T) {
 		!slices.Equal(c.Env, []string{"A=b"}) || !strings.HasPrefix(c.Device, "migctl-run-test.dev/mig=") {
 		t.Errorf("started %+v", c)
 	}
-	if !strings.Contains(stderr.String(), "migctl run: started job1 on 1g.5gb") {
+	if !strings.Contains(stderr.String(), "migpro-lab run: started job1 on 1g.5gb") {
 		t.Errorf("stderr %q", stderr.String())
 	}
 	if left := instancesLeft(t, sock); len(left) != 0 {
@@ -180,7 +180,7 @@ func TestRunSIGTERMStopsAndFrees(t *testing.T) {
 			t.Errorf("runMain %d, exit %d; want 143", code, *exitCode)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("migctl run did not stop on SIGTERM")
+		t.Fatal("migpro-lab run did not stop on SIGTERM")
 	}
 	e.mu.Lock()
 	kills := slices.Clone(e.kills)
@@ -191,7 +191,7 @@ func TestRunSIGTERMStopsAndFrees(t *testing.T) {
 	if left := instancesLeft(t, sock); len(left) != 0 {
 		t.Errorf("instances left: %+v", left)
 	}
-	if !strings.Contains(stderr.String(), "migctl run: stopped on terminated") {
+	if !strings.Contains(stderr.String(), "migpro-lab run: stopped on terminated") {
 		t.Errorf("stderr %q", stderr.String())
 	}
 }
