@@ -59,7 +59,7 @@ func newEstimateCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.model, "gpu", "", "GPU model ("+strings.Join(simgpu.Models(), ", ")+")")
-	f.StringVar(&o.memory, "memory", "", "declared memory, as the "+estimator.AnnotationMemory+" annotation (e.g. 7Gi)")
+	f.StringVar(&o.memory, "memory", "", "declared memory: bytes, or a quantity such as 7Gi, 7GiB or 7G (what the "+estimator.AnnotationMemory+" annotation declares)")
 	f.StringVar(&o.params, "params", "", "parameter count for the size formula (e.g. 7e9 or 7B)")
 	f.StringVar(&o.dtype, "dtype", "bf16", "parameter type: fp16, bf16, fp32, int8, or bytes per parameter")
 	f.BoolVar(&o.training, "training", false, "size for training (gradients, Adam states, activations)")
@@ -84,12 +84,18 @@ func (o *estimateOptions) run(stdout io.Writer) error {
 		return ctl.Usagef("--gpu: %v", err)
 	}
 	est := estimator.Estimator{GPU: strings.ToUpper(o.model), Margin: o.margin, Profiles: profs}
-	if est.ContextBytes, err = parseCapacity(o.context); err != nil {
+	if est.ContextBytes, err = ctl.ParseBytes(o.context); err != nil {
 		return ctl.Usagef("--context: %v", err)
 	}
 	w := estimator.Workload{Key: o.key}
 	if o.memory != "" {
-		w.Annotations = map[string]string{estimator.AnnotationMemory: o.memory}
+		// The one byte parser of the command line; the estimator gets
+		// the bytes as the annotation would carry them.
+		b, err := ctl.ParseBytes(o.memory)
+		if err != nil {
+			return ctl.Usagef("--memory: %v", err)
+		}
+		w.Annotations = map[string]string{estimator.AnnotationMemory: strconv.FormatUint(b, 10)}
 	}
 	if o.params != "" {
 		m := o.shape

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -41,19 +40,6 @@ run's containerd client live in migpro-lab.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newAllocCmd(), newFreeCmd(), newStatusCmd(), newTopCmd(),
-		newPlanCmd(), newPredictCmd(), newEstimateCmd(), newVersionCmd())
+		newPlanCmd(), newPredictCmd(), newEstimateCmd(), ctl.NewVersionCmd("migctl"))
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "print migctl's version from its build information",
-		Example: "  migctl version\n  migctl --version",
-		Args:    ctl.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), buildinfo.Read().Line("migctl"))
-			return nil
-		},
-	}
 }

@@ -106,7 +106,7 @@ func (fl *predictFlags) complete(cmd *cobra.Command, args []string) (predictOpts
 		return opt, ctl.Usagef("--capacity is required; %s", predictUsage)
 	}
 	var err error
-	if opt.capacity, err = parseCapacity(fl.capacity); err != nil {
+	if opt.capacity, err = ctl.ParseBytes(fl.capacity); err != nil {
 		return opt, ctl.Usagef("--capacity: %v", err)
 	}
 	if opt.horizon < 0 {
@@ -124,7 +124,7 @@ func (fl *predictFlags) complete(cmd *cobra.Command, args []string) (predictOpts
 		return opt, err
 	}
 	opt.json = fl.out.JSON()
-	if opt.context, err = parseCapacity(fl.ctx); err != nil {
+	if opt.context, err = ctl.ParseBytes(fl.ctx); err != nil {
 		return opt, ctl.Usagef("--context: %v", err)
 	}
 	if fl.model != "" {
@@ -137,9 +137,6 @@ func (fl *predictFlags) complete(cmd *cobra.Command, args []string) (predictOpts
 	}
 	return opt, nil
 }
-
-// parseCapacity is ctl.ParseBytes, migpro's one byte parser.
-func parseCapacity(s string) (uint64, error) { return ctl.ParseBytes(s) }
 
 // loadTraces reads files and the *.csv files of directories, in name order.
 func loadTraces(paths []string) ([]trace.Trace, error) {

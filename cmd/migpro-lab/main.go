@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -35,19 +34,6 @@ larger MIG instance before it runs out of memory. The node tool is migctl.`,
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newDemoCmd(), newReplayCmd(), newRunCmd(), newVersionCmd())
+	root.AddCommand(newDemoCmd(), newReplayCmd(), newRunCmd(), ctl.NewVersionCmd("migpro-lab"))
 	return root
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "print migpro-lab's version from its build information",
-		Example: "  migpro-lab version\n  migpro-lab --version",
-		Args:    ctl.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), buildinfo.Read().Line("migpro-lab"))
-			return nil
-		},
-	}
 }

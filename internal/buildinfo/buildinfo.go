@@ -15,15 +15,25 @@ type Info struct {
 	GoVersion string `json:"goVersion"`
 }
 
+// version is the release the build names, set by make through
+//
+//	-ldflags "-X github.com/migpro/migpro/internal/buildinfo.version=$(VERSION)"
+//
+// with VERSION from git describe, the tag make image gives the images too.
+var version string
+
 // Read returns the running binary's build information. Fields the build did
-// not record stay empty; Version is "(devel)" when unknown.
+// not record stay empty; Version is the linked-in version, else the module's,
+// else "(devel)".
 func Read() Info {
 	info := Info{Version: "(devel)"}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return info
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		info = fromBuildInfo(bi)
 	}
-	return fromBuildInfo(bi)
+	if version != "" {
+		info.Version = version
+	}
+	return info
 }
 
 func fromBuildInfo(bi *debug.BuildInfo) Info {
