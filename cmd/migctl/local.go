@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,7 @@ func newAllocCmd() *cobra.Command {
 		Long: long(short, "The agent makes the instance if none is idle, writes its CDI spec and holds it for\n"+
 			"the caller until `migctl free`. Pass the printed name to podman --device or to a\n"+
 			"containerd CDI device."),
-		Example: "  migctl alloc 2g.20gb\n" +
+		Example: "  migctl alloc 2g.10gb\n" +
 			"  podman run --device $(migctl alloc --owner me 1g.10gb) IMAGE\n" +
 			"  migctl alloc --output json 1g.5gb",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,20 +76,27 @@ func newFreeCmd() *cobra.Command {
 	var agent ctl.AgentOptions
 	const short = "release and destroy an instance got with alloc"
 	cmd := &cobra.Command{
-		Use:     "free NAME|UUID",
-		Short:   short,
-		Long:    long(short, "Releases an instance got with alloc; the agent destroys it unless it keeps it warm."),
-		Example: "  migctl free migpro.dev/mig=MIG-0e5d…\n  migctl free MIG-0e5d…",
+		Use:   "free NAME|UUID|ID",
+		Short: short,
+		Long: long(short, "Releases an instance got with alloc; the agent destroys it unless it keeps it warm.\n"+
+			"Name it by the CDI name or MIG UUID alloc printed, or by the start of its UUID\n"+
+			"(the 8-character ID status draws in each box)."),
+		Example: "  migctl free migpro.dev/mig=MIG-0e5d…\n  migctl free MIG-0e5d…\n  migctl free 0e5d12ab…",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := agent.Complete(cmd.Flags()); err != nil {
 				return err
 			}
 			if len(args) != 1 {
-				return ctl.Usagef("want exactly one CDI name or MIG UUID, as printed by migctl alloc")
+				return ctl.Usagef("want exactly one CDI name, MIG UUID or ID, as printed by migctl alloc or status")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), agent.Timeout)
 			defer cancel()
-			err := client.New(agent.Socket).Free(ctx, args[0])
+			c := client.New(agent.Socket)
+			name, err := resolveInstance(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			err = c.Free(ctx, name)
 			if errors.Is(err, partitioner.ErrUnknownInstance) {
 				return ctl.UsageError{Err: err}
 			}
@@ -97,6 +105,36 @@ func newFreeCmd() *cobra.Command {
 	}
 	agent.AddFlags(cmd.Flags(), time.Minute)
 	return cmd
+}
+
+// uuidLen is the length of a MIG UUID, "MIG-" and 36 characters.
+const uuidLen = 40
+
+// resolveInstance turns the start of a MIG UUID (with or without "MIG-",
+// e.g. the 8 characters status draws) into the one instance's UUID; a CDI
+// name or a whole UUID goes to the agent as given.
+func resolveInstance(ctx context.Context, c *client.Client, arg string) (string, error) {
+	if strings.Contains(arg, "=") || len(arg) >= uuidLen {
+		return arg, nil
+	}
+	prefix := "MIG-" + strings.TrimPrefix(arg, "MIG-")
+	st, err := c.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, in := range st.Instances {
+		if strings.HasPrefix(in.UUID, prefix) {
+			found = append(found, in.UUID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return arg, nil // the agent says it has no such instance
+	case 1:
+		return found[0], nil
+	}
+	return "", ctl.Usagef("%q is the start of %d instances (%s): give more of the UUID", arg, len(found), strings.Join(found, ", "))
 }
 
 func newStatusCmd() *cobra.Command {
@@ -140,11 +178,13 @@ func writeStatusText(w io.Writer, st client.Status) {
 	ctl.DrawStatus(w, st)
 	for _, in := range st.Instances {
 		line := fmt.Sprintf("%-44s %-10s GPU %d slot %d  %-7s", in.UUID, in.Profile, in.GPU, in.Placement.Start, in.State)
-		if in.Owner != "" {
-			line += "  " + in.Owner
-		}
-		if in.Pod != "" {
+		// The holder: the pod the kubelet gave it to, else the local
+		// caller's label.
+		switch {
+		case in.Pod != "":
 			line += "  pod " + in.Pod
+		case in.Owner != "":
+			line += "  " + in.Owner
 		}
 		if !in.Healthy {
 			line += "  UNHEALTHY"

@@ -63,10 +63,14 @@ func newPlanCmd() *cobra.Command {
 	o := &planOptions{}
 	const short = "what-if: run allocate/free operations on a simulated node"
 	cmd := &cobra.Command{
-		Use:     "plan OPERATION…",
-		Short:   short,
-		Long:    long(short, "Runs allocate (PROFILE) and free (-N, the Nth allocation) operations on a simulated\nnode and draws the layout after each."),
-		Example: "  migctl plan --simulate a100-40gb:2 1g.5gb 3g.20gb -1 4g.20gb\n  migctl plan --simulate a100-40gb:2,h100-80gb:1 --policy first-fit --output json 3g.40gb 1g.10gb",
+		Use:   "plan OPERATION…",
+		Short: short,
+		Long: long(short, "Runs the operations in order on a simulated node and draws the layouts after them.\n"+
+			"PROFILE allocates; PROFILE@SLOT or PROFILE@GPU:SLOT allocates at that place; free:K\n"+
+			"releases what the K-th allocate got."),
+		Example: "  migctl plan --simulate a100-40gb:2 1g.5gb 3g.20gb free:1 4g.20gb\n" +
+			"  migctl plan --simulate a100-40gb:2,h100-80gb:1 --policy first-fit --output json 3g.40gb 1g.10gb\n" +
+			"  migctl plan --simulate a100-40gb 1g.5gb@6 3g.20gb",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.spec == "" {
 				return ctl.Usagef("--simulate is required (e.g. --simulate a100-40gb:2,h100-80gb)")

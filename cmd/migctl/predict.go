@@ -56,7 +56,7 @@ func newPredictCmd() *cobra.Command {
 		Use:     "predict TRACE_OR_DIR…",
 		Short:   short,
 		Long:    long(short, "Scores the out-of-memory predictor on memory traces: when it marks, how early\nbefore the OOM, and its false marks."),
-		Example: "  migctl predict --capacity 10Gi predictor/testdata\n  migctl predict --capacity 10Gi --algorithm both --output json trace.csv",
+		Example: "  migctl predict --capacity 10Gi predictor/testdata\n  migctl predict --capacity 10Gi --algorithm both --output json predictor/testdata/flat.csv",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opt, err := fl.complete(cmd, args)
 			if err != nil {
