@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +65,7 @@ func (o *allocOptions) run(profile string) error {
 		return ctl.AgentErr(err)
 	}
 	if o.out.JSON() {
-		return json.NewEncoder(o.stdout).Encode(resp)
+		return ctl.WriteJSON(o.stdout, resp)
 	}
 	fmt.Fprintln(o.stdout, resp.CDIName)
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,15 +59,15 @@ func newTopCmd() *cobra.Command {
 
 func (o *topOptions) run(stdout io.Writer) error {
 	client := client.New(o.agent.Socket)
-	enc := json.NewEncoder(stdout)
 	for i := 1; ; i++ {
 		top, err := fetchTop(client, o.agent.Socket, o.agent.Timeout)
 		if err != nil {
 			return err
 		}
 		if o.out.JSON() {
-			// One JSON document per line, so a watch stream is JSON Lines.
-			err = enc.Encode(top)
+			// With --watch, one indented document after another, as
+			// kubectl get --watch -o json prints them.
+			err = ctl.WriteJSON(stdout, top)
 		} else {
 			if o.watch > 0 {
 				fmt.Fprintf(stdout, "%s\n", time.Now().Format(time.TimeOnly))
