@@ -71,7 +71,10 @@ func newEstimateCmd() *cobra.Command {
 	f.StringVar(&o.key, "key", "", "workload key in the history store")
 	f.StringVar(&o.context, "context", "512Mi", "CUDA context overhead")
 	f.Float64Var(&o.margin, "margin", 0.10, "headroom on formula and history estimates")
-	o.out.AddFlags(f)
+	o.out.AddFlagsTo(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("gpu", ctl.CompleteModels)
+	_ = cmd.RegisterFlagCompletionFunc("dtype", ctl.Words("fp16", "bf16", "fp32", "int8"))
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
 	return cmd
 }
 

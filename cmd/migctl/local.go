@@ -52,8 +52,9 @@ func newAllocCmd() *cobra.Command {
 		},
 	}
 	o.agent.AddFlags(cmd.Flags(), time.Minute)
-	o.out.AddFlags(cmd.Flags())
+	o.out.AddFlagsTo(cmd)
 	cmd.Flags().StringVar(&o.owner, "owner", "", "label of the holder, shown by status")
+	cmd.ValidArgsFunction = ctl.CompleteAgentProfiles
 	return cmd
 }
 
@@ -169,7 +170,7 @@ func newStatusCmd() *cobra.Command {
 		},
 	}
 	agent.AddFlags(cmd.Flags(), 30*time.Second)
-	out.AddFlags(cmd.Flags())
+	out.AddFlagsTo(cmd)
 	return cmd
 }
 

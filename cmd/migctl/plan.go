@@ -84,9 +84,15 @@ func newPlanCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.spec, "simulate", "", "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…] (models: "+strings.Join(simgpu.Models(), ", ")+")")
 	f.StringVar(&o.policy, "policy", partitioner.DefaultPolicy.Name(), "placement policy: "+strings.Join(partitioner.PolicyNames(), ", "))
-	o.out.AddFlags(f)
+	o.out.AddFlagsTo(cmd)
 	f.Int64Var(&o.seed, "seed", 1, "seed for simulated UUIDs")
 	f.StringVar(&o.counted, "counted", "", "comma-separated profiles reachability counts (default: every profile)")
+	_ = cmd.RegisterFlagCompletionFunc("simulate", ctl.CompleteModels)
+	_ = cmd.RegisterFlagCompletionFunc("policy", ctl.Words(partitioner.PolicyNames()...))
+	// Operations: the profiles the --simulate node offers.
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return ctl.ModelProfiles(o.spec), cobra.ShellCompDirectiveNoFileComp
+	}
 	return cmd
 }
 

@@ -71,7 +71,9 @@ func newPredictCmd() *cobra.Command {
 	f.StringVar(&fl.alg, "algorithm", "migpro", "baseline (the plain least-squares fit), migpro, or both side by side")
 	f.StringVar(&fl.model, "gpu", "", "GPU model whose profiles to recommend from ("+strings.Join(simgpu.Models(), ", ")+")")
 	f.StringVar(&fl.ctx, "context", "512Mi", "CUDA context overhead added when choosing a profile")
-	fl.out.AddFlags(f)
+	fl.out.AddFlagsTo(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("gpu", ctl.CompleteModels)
+	_ = cmd.RegisterFlagCompletionFunc("algorithm", ctl.Words("baseline", "migpro", "both"))
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,3 +107,40 @@ func TestCompletion(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+// Completion offers GPU models, the profiles a simulated node or the agent
+// offers, and the fixed choices of a flag.
+func TestCompletionOfModelsAndProfiles(t *testing.T) {
+	sock := runAgent(t)
+	for _, tc := range []struct {
+		args []string
+		want []string
+		not  []string
+	}{
+		{[]string{"plan", "--simulate", ""}, []string{"a100-40gb", "h100-80gb"}, nil},
+		{[]string{"plan", "--simulate", "a100-40gb:2,h1"}, []string{"a100-40gb:2,h100-80gb"}, nil},
+		{[]string{"plan", "--simulate", "a100-40gb", ""}, []string{"1g.5gb", "3g.20gb", "7g.40gb"}, []string{"1g.10gb+gfx", "3g.40gb"}},
+		{[]string{"plan", "--policy", ""}, []string{"first-fit"}, nil},
+		{[]string{"estimate", "--gpu", ""}, []string{"a30-24gb", "h100-80gb"}, nil},
+		{[]string{"predict", "--gpu", ""}, []string{"h100-80gb"}, nil},
+		{[]string{"status", "--output", ""}, []string{"text", "json"}, nil},
+		{[]string{"alloc", "--socket", sock, ""}, []string{"1g.5gb", "2g.10gb", "7g.40gb"}, nil},
+	} {
+		out, errOut, code := migctl(append([]string{"__complete"}, tc.args...)...)
+		lines := strings.Split(out, "\n")
+		if code != 0 {
+			t.Errorf("__complete %q: exit %d: %s", tc.args, code, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(lines, w) {
+				t.Errorf("__complete %q offers %q, want %s among them", tc.args, lines, w)
+			}
+		}
+		for _, n := range tc.not {
+			if slices.Contains(lines, n) {
+				t.Errorf("__complete %q offers %s", tc.args, n)
+			}
+		}
+	}
+}

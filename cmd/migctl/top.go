@@ -51,7 +51,7 @@ func newTopCmd() *cobra.Command {
 		},
 	}
 	o.agent.AddFlags(cmd.Flags(), 5*time.Second)
-	o.out.AddFlags(cmd.Flags())
+	o.out.AddFlagsTo(cmd)
 	cmd.Flags().DurationVar(&o.watch, "watch", 0, "refresh every INTERVAL until interrupted (0: once)")
 	cmd.Flags().IntVar(&o.count, "count", 0, "with --watch, stop after N refreshes (0: never)")
 	return cmd

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/migpro/migpro/defaults"
@@ -62,6 +63,12 @@ type OutputOptions struct{ Format string }
 // AddFlags defines --output (-o).
 func (o *OutputOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Format, "output", "o", "text", "output format, text or json (env "+EnvOutput+")")
+}
+
+// AddFlagsTo is AddFlags on cmd, with completion of the formats.
+func (o *OutputOptions) AddFlagsTo(cmd *cobra.Command) {
+	o.AddFlags(cmd.Flags())
+	_ = cmd.RegisterFlagCompletionFunc("output", Words("text", "json"))
 }
 
 // Complete applies MIGPRO_OUTPUT when --output was not given, and checks

@@ -29,6 +29,6 @@ func NewVersionCmd(program string) *cobra.Command {
 			return nil
 		},
 	}
-	out.AddFlags(cmd.Flags())
+	out.AddFlagsTo(cmd)
 	return cmd
 }
