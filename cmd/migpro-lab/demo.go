@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -65,7 +66,7 @@ func (o *demoOptions) run(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nServed %d requests, %d had to wait, %d NVML steps. Final layouts:\n\n", got.served, got.waited, got.steps)
+	fmt.Fprintf(stdout, "\nmigpro %s. Final layouts:\n\n", got.summary())
 	ctl.DrawLayouts(stdout, part.GPUs(), part.Instances())
 	fmt.Fprintln(stdout, "Legend: [profile | idle or in-use | MIG UUID prefix], · = free memory slot.")
 
@@ -83,7 +84,7 @@ func (o *demoOptions) run(stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nThe same stream with first-fit placement: served %d, %d had to wait, %d NVML steps.\n", base.served, base.waited, base.steps)
+	fmt.Fprintf(stdout, "\nThe same stream with first-fit placement: %s.\n", base.summary())
 	if o.noPredict {
 		return nil
 	}
@@ -99,9 +100,40 @@ type demoOp struct {
 
 func owner(k int) string { return "alloc-" + strconv.Itoa(k) }
 
-type demoStats struct{ served, waited, steps int }
+// demoStats counts what happened to the stream's requests: served at once
+// or after waiting, withdrawn while waiting, or still waiting at the end.
+type demoStats struct {
+	requests, served, later, waited, withdrawn, steps int
+}
 
-// replayDemo runs the operations, narrating each to w when w is not nil.
+// stillWaiting is the requests that were never served nor withdrawn.
+func (s demoStats) stillWaiting() int { return s.requests - s.served - s.withdrawn }
+
+// plural is "1 request" or "n requests".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// summary is one sentence on the stats.
+func (s demoStats) summary() string {
+	return fmt.Sprintf("served %d of %s (%d after waiting), %d withdrawn while waiting, %d still waiting; %s",
+		s.served, plural(s.requests, "request"), s.later, s.withdrawn, s.stillWaiting(), plural(s.steps, "NVML step"))
+}
+
+// waiting is a request that found no room, queued as the agent queues a
+// local caller's: it is served when a release makes room.
+type waiting struct {
+	k       int
+	profile string
+}
+
+// replayDemo runs the operations, narrating each to w when w is not nil. A
+// request that must wait joins a queue, as it would at the agent; after
+// each release the queue is tried in order, and a release of a request
+// still waiting withdraws it. Every operation prints one numbered line.
 func replayDemo(part *partitioner.Partitioner, ops []demoOp, w io.Writer) (demoStats, error) {
 	var st demoStats
 	say := func(format string, args ...any) {
@@ -109,13 +141,18 @@ func replayDemo(part *partitioner.Partitioner, ops []demoOp, w io.Writer) (demoS
 			fmt.Fprintf(w, format, args...)
 		}
 	}
+	ctx := context.Background()
 	held := map[int]string{}
+	var queue []waiting
 	allocs := 0
 	for i, op := range ops {
 		prefix := fmt.Sprintf("[%3d] ", i+1)
 		if op.profile == "" {
 			uuid, ok := held[op.free]
 			if !ok {
+				queue = slices.DeleteFunc(queue, func(q waiting) bool { return q.k == op.free })
+				st.withdrawn++
+				say("%srelease #%-3d withdrawn while it waited: it held nothing\n", prefix, op.free)
 				continue
 			}
 			inst, err := part.Release(uuid)
@@ -123,23 +160,43 @@ func replayDemo(part *partitioner.Partitioner, ops []demoOp, w io.Writer) (demoS
 				return st, err
 			}
 			delete(held, op.free)
-			say("%srelease #%-3d %-9s GPU %d slot %d -> idle, kept for reuse\n", prefix, op.free, inst.Profile, inst.GPU, inst.Placement.Start)
+			say("%srelease #%-3d %-10s GPU %d slot %d -> idle, kept for reuse\n", prefix, op.free, inst.Profile, inst.GPU, inst.Placement.Start)
+			// The room may serve requests that wait, in order.
+			var still []waiting
+			for _, q := range queue {
+				inst, plan, err := part.Allocate(ctx, q.profile, owner(q.k))
+				st.steps += len(plan.Steps)
+				switch {
+				case errors.Is(err, partitioner.ErrMustWait):
+					still = append(still, q)
+					continue
+				case err != nil:
+					return st, err
+				}
+				st.served++
+				st.later++
+				held[q.k] = inst.UUID
+				say("      alloc   #%-3d %-10s served after waiting: GPU %d slot %d: %s\n", q.k, q.profile, inst.GPU, inst.Placement.Start, describePlan(plan))
+			}
+			queue = still
 			continue
 		}
 		allocs++
-		inst, plan, err := part.Allocate(context.Background(), op.profile, owner(allocs))
+		st.requests++
+		inst, plan, err := part.Allocate(ctx, op.profile, owner(allocs))
 		st.steps += len(plan.Steps)
 		switch {
 		case errors.Is(err, partitioner.ErrMustWait):
 			st.waited++
-			say("%salloc   #%-3d %-9s must wait: no room without touching in-use instances\n", prefix, allocs, op.profile)
+			queue = append(queue, waiting{k: allocs, profile: op.profile})
+			say("%salloc   #%-3d %-10s waits: no room without touching in-use instances\n", prefix, allocs, op.profile)
 			continue
 		case err != nil:
 			return st, err
 		}
 		st.served++
 		held[allocs] = inst.UUID
-		say("%salloc   #%-3d %-9s GPU %d slot %d: %s\n", prefix, allocs, op.profile, inst.GPU, inst.Placement.Start, describePlan(plan))
+		say("%salloc   #%-3d %-10s GPU %d slot %d: %s\n", prefix, allocs, op.profile, inst.GPU, inst.Placement.Start, describePlan(plan))
 	}
 	return st, nil
 }

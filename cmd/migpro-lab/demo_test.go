@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/partitioner"
 	"regexp"
@@ -34,15 +35,30 @@ func TestDemoNarratesAndDrawsTheDefaultNode(t *testing.T) {
 	if n := strings.Count(a, "layouts reachable\n"); n != 3 {
 		t.Fatalf("demo drew %d GPUs, want 3 (2x A100-40GB + 1x H100-80GB):\n%s", n, a)
 	}
-	m := regexp.MustCompile(`Served (\d+) requests, (\d+) had to wait`).FindStringSubmatch(a)
+	m := regexp.MustCompile(`migpro served (\d+) of (\d+) requests? \((\d+) after waiting\), (\d+) withdrawn while waiting, (\d+) still waiting`).FindStringSubmatch(a)
 	if m == nil {
 		t.Fatalf("no summary:\n%s", a)
 	}
-	served, _ := strconv.Atoi(m[1])
-	waited, _ := strconv.Atoi(m[2])
+	n := make([]int, len(m))
+	for i := 1; i < len(m); i++ {
+		n[i], _ = strconv.Atoi(m[i])
+	}
+	served, requests, later, withdrawn, waiting := n[1], n[2], n[3], n[4], n[5]
 	allocs := strings.Count(a, "] alloc ")
-	if served+waited != allocs || served == 0 {
-		t.Fatalf("summary says %d served + %d waited, narration has %d allocations", served, waited, allocs)
+	if requests != allocs || served+withdrawn+waiting != requests || served == 0 {
+		t.Fatalf("summary says %d of %d served, %d withdrawn, %d waiting; narration has %d allocations", served, requests, withdrawn, waiting, allocs)
+	}
+	if got := strings.Count(a, "served after waiting"); got != later {
+		t.Fatalf("summary says %d served after waiting, narration shows %d", later, got)
+	}
+	// Every operation has its numbered line: none skipped.
+	for i := 1; i <= 30; i++ {
+		if !strings.Contains(a, fmt.Sprintf("[%3d] ", i)) {
+			t.Fatalf("operation %d has no line:\n%s", i, a)
+		}
+	}
+	if strings.Contains(full, " 1 requests") || strings.Contains(full, " 1 NVML steps") {
+		t.Fatal("a count of 1 takes the singular")
 	}
 	if !strings.Contains(a, "with first-fit placement") {
 		t.Fatal("no first-fit comparison")
@@ -53,12 +69,12 @@ func TestDemoNarratesAndDrawsTheDefaultNode(t *testing.T) {
 	}
 }
 
-// make demo runs seed 22: its stream must show migpro serving clearly more
-// than first-fit on the default node (18 against 15, the Makefile says so).
+// make demo runs seed 39: its stream must show migpro serving clearly more
+// than first-fit on the default node (24 against 21, the Makefile says so).
 func TestDemoSeedShowsPlacement(t *testing.T) {
 	var st [2]demoStats
 	for k, pol := range []partitioner.Policy{partitioner.Migpro{}, partitioner.FirstFit{}} {
-		node, cleanup, err := ctl.NewSimNode(defaultDemoNode, 22)
+		node, cleanup, err := ctl.NewSimNode(defaultDemoNode, 39)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,11 +83,17 @@ func TestDemoSeedShowsPlacement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st[k], err = replayDemo(part, demoStream(part.Profiles(), 40, 22), nil); err != nil {
+		if st[k], err = replayDemo(part, demoStream(part.Profiles(), 40, 39), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st[0].served != 18 || st[1].served != 15 {
-		t.Errorf("seed 22: migpro served %d (%d waits), first-fit %d (%d waits); want 18 and 15", st[0].served, st[0].waited, st[1].served, st[1].waited)
+	if st[0].served != 24 || st[1].served != 21 {
+		t.Errorf("seed 39: migpro served %d (%d waits), first-fit %d (%d waits); want 24 and 21", st[0].served, st[0].waited, st[1].served, st[1].waited)
+	}
+}
+
+func TestPlural(t *testing.T) {
+	if got := (demoStats{requests: 1, served: 1, steps: 1}).summary(); !strings.Contains(got, "of 1 request (") || !strings.Contains(got, "1 NVML step") || strings.Contains(got, "steps") {
+		t.Errorf("summary %q", got)
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/migpro/migpro/partitioner"
 )
 
-// cellWidth is the width of one memory slot in the layout picture; wide
-// enough for "3g.20gb+me" and an 8-character UUID prefix.
-const cellWidth = 11
+// cellWidth is the width of one memory slot in the layout picture: a
+// one-slot box holds the longest one-slot name ("1g.18gb+me", "1g.10gb+me")
+// between its brackets, and the 8-character ID.
+const cellWidth = 12
 
 // DrawLayouts draws each GPU as a row of memory slots: one box per instance
 // spanning its slots, showing the profile, whether it is idle or in use, and
