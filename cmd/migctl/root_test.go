@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,44 @@ func TestCompletionOfModelsAndProfiles(t *testing.T) {
 			if slices.Contains(lines, n) {
 				t.Errorf("__complete %q offers %s", tc.args, n)
 			}
+		}
+	}
+}
+
+// --output is listed only by the commands that print JSON, and each of them
+// honours MIGPRO_OUTPUT; the others refuse the flag.
+func TestOutputOnlyWhereSupported(t *testing.T) {
+	jsonCmds := map[string][]string{
+		"alloc": nil, "status": nil, "top": nil, // need the agent: help only
+		"plan":     {"plan", "--simulate", "a100-40gb", "1g.5gb"},
+		"predict":  {"predict", "--capacity", "10Gi", traceDir + "/flat.csv"},
+		"estimate": {"estimate", "--gpu", "a100-40gb", "--memory", "7Gi"},
+		"version":  {"version"},
+	}
+	for _, c := range newRootCmd().Commands() {
+		name := c.Name()
+		if name == "completion" || name == "help" {
+			continue
+		}
+		help, _, _ := migctl(name, "--help")
+		run, supported := jsonCmds[name]
+		if strings.Contains(help, "--output") != supported {
+			t.Errorf("%s --help lists --output: %v, want %v", name, !supported, supported)
+		}
+		if !supported {
+			if _, errOut, code := migctl(name, "--output", "json"); code != 2 || !strings.Contains(errOut, "--output") {
+				t.Errorf("%s --output json: exit %d, %q; want 2 naming --output", name, code, errOut)
+			}
+			continue
+		}
+		if run == nil {
+			continue
+		}
+		t.Setenv("MIGPRO_OUTPUT", "json")
+		out, errOut, code := migctl(run...)
+		t.Setenv("MIGPRO_OUTPUT", "")
+		if code != 0 || !json.Valid([]byte(out)) {
+			t.Errorf("MIGPRO_OUTPUT=json migctl %q: exit %d, %q %q; want JSON", run, code, out, errOut)
 		}
 	}
 }
