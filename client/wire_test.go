@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/client"
-	"github.com/migpro/migpro/gpu"
-	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
@@ -21,43 +18,35 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the
 // wireValues are representative answers of the local API: every field
 // set, every omitempty field left empty, an empty status.
 func wireValues() map[string]any {
-	held := partitioner.Instance{
-		Instance: gpu.Instance{GPU: 1, GIID: 3, CIID: 0, ProfileID: 9, Placement: gpu.Placement{Start: 4, Size: 4}, UUID: "MIG-0b1c"},
-		Profile:  "3g.20gb", State: partitioner.InUse, Owner: "pod:default/train",
-	}
-	half := partitioner.Instance{
-		Instance: gpu.Instance{GPU: 0, GIID: 7, CIID: gpu.NoComputeInstance, ProfileID: 19, Placement: gpu.Placement{Start: 6, Size: 1}},
-		Profile:  "1g.5gb", State: partitioner.Creating,
-	}
-	idle := partitioner.Instance{
-		Instance: gpu.Instance{GPU: 0, GIID: 1, CIID: 0, ProfileID: 14, Placement: gpu.Placement{Start: 0, Size: 2}, UUID: "MIG-idle"},
-		Profile:  "2g.10gb", State: partitioner.Idle,
-	}
-	gpus := []partitioner.GPU{
+	last := time.Date(2026, 11, 27, 6, 40, 0, 123456789, time.UTC)
+	gpus := []client.GPU{
 		{Index: 0, Model: "NVIDIA A100-SXM4-40GB", UUID: "GPU-aaaa", Slots: 8, Slices: 7, Reachable: 12, Maximal: 19},
 		{Index: 1, Model: "NVIDIA H100 80GB HBM3", UUID: "GPU-bbbb", Slots: 8, Slices: 7, Reachable: 0, Maximal: 19},
 	}
-	last := time.Date(2026, 11, 27, 6, 40, 0, 123456789, time.UTC)
 	return map[string]any{
 		"status": client.Status{
 			GPUs: gpus,
 			Instances: []client.StatusInstance{
-				{Instance: held, CDIName: "migpro.io/mig=MIG-0b1c", Healthy: true, Pod: "default/train"},
-				{Instance: half},
-				{Instance: idle, Healthy: true},
+				{GPU: 1, GIID: 3, CIID: 0, ProfileID: 9, Placement: client.Placement{Start: 4, Size: 4}, UUID: "MIG-0b1c",
+					Profile: "3g.20gb", State: client.StateInUse, Owner: "pod:default/train",
+					CDIName: "migpro.io/mig=MIG-0b1c", Healthy: true, Pod: "default/train"},
+				{GPU: 0, GIID: 7, CIID: client.NoComputeInstance, ProfileID: 19, Placement: client.Placement{Start: 6, Size: 1},
+					Profile: "1g.5gb", State: client.StateCreating},
+				{GPU: 0, GIID: 1, CIID: 0, ProfileID: 14, Placement: client.Placement{Start: 0, Size: 2}, UUID: "MIG-idle",
+					Profile: "2g.10gb", State: client.StateIdle, Healthy: true},
 			},
 			Pending:  map[string]int{"7g.40gb": 1, "1g.5gb": 3},
-			Reserved: &partitioner.Reservation{GPU: 1, Profile: "7g.80gb", Placement: &gpu.Placement{Start: 0, Size: 8}},
+			Reserved: &client.Reservation{GPU: 1, Profile: "7g.80gb", Placement: &client.Placement{Start: 0, Size: 8}},
 		},
 		"status-whole-gpu": client.Status{
 			GPUs:     gpus[:1],
-			Reserved: &partitioner.Reservation{GPU: 0, Profile: "7g.40gb"},
+			Reserved: &client.Reservation{GPU: 0, Profile: "7g.40gb"},
 		},
 		"status-empty": client.Status{},
-		"marks": map[string]predictor.Decision{
-			"c1": {Reason: predictor.ReasonHorizon, At: 12.5, Samples: 40, Forecast: 5100273664, Confidence: 0.97,
+		"marks": map[string]client.Mark{
+			"c1": {Reason: "forecast-exceeds-capacity-at-horizon", At: 12.5, Samples: 40, Forecast: 5100273664, Confidence: 0.97,
 				Horizon: 300, TimeToOOM: 42.25, Profile: "2g.20gb", Fits: true},
-			"c2": {Reason: predictor.ReasonOverCapacity, At: 3, Samples: 2},
+			"c2": {Reason: "usage-at-capacity", At: 3, Samples: 2},
 		},
 		"top": telemetryapi.Top{Containers: []telemetryapi.TopEntry{
 			{ID: "c1", PodNamespace: "default", PodName: "train", PodUID: "u-1", ContainerName: "main", MIGUUIDs: []string{"MIG-0b1c"},
@@ -108,7 +97,7 @@ func roundTrip(name string, b []byte) ([]byte, error) {
 	var v any
 	switch name {
 	case "marks":
-		v = new(map[string]predictor.Decision)
+		v = new(map[string]client.Mark)
 	case "top":
 		v = new(telemetryapi.Top)
 	case "alloc":
