@@ -12,7 +12,6 @@ import (
 
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/internal/ctl"
-	"github.com/migpro/migpro/partitioner"
 )
 
 // long is a command's help: its summary, then more.
@@ -97,7 +96,7 @@ func newFreeCmd() *cobra.Command {
 				return err
 			}
 			err = c.Free(ctx, name)
-			if errors.Is(err, partitioner.ErrUnknownInstance) {
+			if errors.Is(err, client.ErrUnknownInstance) {
 				return ctl.UsageError{Err: err}
 			}
 			return err

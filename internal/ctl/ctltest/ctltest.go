@@ -35,7 +35,7 @@ func Agent(t testing.TB, kind string, seed int64) string {
 	sock := filepath.Join(dir, "a.sock")
 	a, err := agent.New(agent.Config{StateDir: filepath.Join(dir, "state"), Socket: sock,
 		CDISpecDir: filepath.Join(dir, "cdi"), CDIKind: kind, TelemetryDir: filepath.Join(dir, "run")},
-		agent.WithNode(node), agent.WithLogger(log))
+		agent.GPU{Node: node}, agent.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
