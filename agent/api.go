@@ -90,7 +90,7 @@ func (a *Agent) handleFree(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, err)
 		return
 	}
-	err := a.Free(r.Context(), req.Name)
+	err := a.FreeLease(r.Context(), req.Name, req.Lease)
 	switch {
 	case errors.Is(err, partitioner.ErrUnknownInstance):
 		writeErr(w, http.StatusNotFound, err)

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +31,9 @@ type Holder struct {
 	Owner   string    `json:"owner"`
 	Profile string    `json:"profile"`
 	Since   time.Time `json:"since"`
+	// Lease names a local holding (the alloc's answer carries it), so a
+	// free by that holder stays idempotent across a restart.
+	Lease string `json:"lease,omitempty"`
 }
 
 // checkpointStore writes the checkpoint atomically and durably: a crash
@@ -36,6 +41,38 @@ type Holder struct {
 type checkpointStore struct {
 	path string
 	mu   sync.Mutex
+
+	leaseMu sync.Mutex
+	leases  map[string]string // MIG UUID -> lease of its local holder
+}
+
+// newLease names one local holding: 128 random bits, hex.
+func newLease() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("lease: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func (c *checkpointStore) lease(uuid string) string {
+	c.leaseMu.Lock()
+	defer c.leaseMu.Unlock()
+	return c.leases[uuid]
+}
+
+// setLease records uuid's lease; "" forgets it.
+func (c *checkpointStore) setLease(uuid, lease string) {
+	c.leaseMu.Lock()
+	defer c.leaseMu.Unlock()
+	if c.leases == nil {
+		c.leases = map[string]string{}
+	}
+	if lease == "" {
+		delete(c.leases, uuid)
+		return
+	}
+	c.leases[uuid] = lease
 }
 
 func newCheckpointStore(dir string) (*checkpointStore, error) {
