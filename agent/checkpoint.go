@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +80,11 @@ func newCheckpointStore(dir string) (*checkpointStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory %s: %w", dir, err)
 	}
+	// MkdirAll leaves an existing directory as it is (a hostPath or the
+	// simulated GPUs' root may have made it 0755): the state is root's only.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
 	path := filepath.Join(dir, "checkpoint.json")
 	atomicfile.RemoveStaleTemps(path)
 	return &checkpointStore{path: path}, nil
@@ -119,7 +125,14 @@ func (c *checkpointStore) Load() (Checkpoint, error) {
 		return cp, fmt.Errorf("read checkpoint %s: version %d, this agent reads %d", c.path, cp.Version, checkpointVersion)
 	}
 	if cp.Holders == nil {
-		cp.Holders = map[string]Holder{}
+		// {"version":1} or "holders":null is not "nobody holds anything":
+		// a checkpoint always writes its holders, {} when there are none.
+		return empty, fmt.Errorf("read checkpoint %s: %w: no holders", c.path, errCorruptCheckpoint)
+	}
+	for uuid, h := range cp.Holders {
+		if err := validHolder(uuid, h); err != nil {
+			return empty, fmt.Errorf("read checkpoint %s: %w: %w", c.path, errCorruptCheckpoint, err)
+		}
 	}
 	return cp, nil
 }
@@ -148,6 +161,21 @@ func (c *checkpointStore) Save(cp Checkpoint) error {
 	}
 	if err := atomicfile.WriteFile(c.path, b, 0o600, atomicfile.Options{Durable: true}); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	return nil
+}
+
+// validHolder checks what the checkpoint says of one holder as the local
+// API checks an owner: it is printed by migctl status and in logs.
+func validHolder(uuid string, h Holder) error {
+	if !strings.HasPrefix(uuid, "MIG-") || len(uuid) > 128 || strings.ContainsFunc(uuid, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return fmt.Errorf("holder key %q is not a MIG UUID", uuid)
+	}
+	if len(h.Owner) > 2*maxOwner {
+		return fmt.Errorf("instance %s: owner is %d bytes", uuid, len(h.Owner))
+	}
+	if err := validOwner(strings.TrimPrefix(h.Owner, ownerLocal+":")); err != nil {
+		return fmt.Errorf("instance %s: %w", uuid, err)
 	}
 	return nil
 }
