@@ -14,6 +14,7 @@ import (
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // Profile is one instance size as the simulator sees it, read from the
@@ -36,8 +37,9 @@ type Model struct {
 	// Full is the whole-GPU profile.
 	Full  Profile
 	sizes []estimator.ProfileSize
-	// masks are each profile's legal placements as memory-slot bit masks.
-	masks map[string][]uint16
+	// geo is the model's MIG geometry (nil for a mixed node's union: each
+	// of its GPUs has its own model).
+	geo *geometry.Geometry
 	// perGPU is, for a mixed node, each GPU's own model in node order; nil
 	// when every GPU is this model.
 	perGPU []*Model
@@ -84,13 +86,13 @@ func LoadModel(name string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Name: strings.ToLower(name), masks: map[string][]uint16{}}
+	m := &Model{Name: strings.ToLower(name)}
+	if m.geo, err = geometry.New(profs, geometry.Config{}); err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
 	for _, p := range profs {
 		if len(p.Placements) == 0 {
 			continue
-		}
-		for _, pl := range p.Placements {
-			m.masks[p.Name] = append(m.masks[p.Name], maskOf(pl))
 		}
 		m.Slots = max(m.Slots, p.Placements[0].Size)
 		m.Slices = max(m.Slices, p.Slices)
@@ -123,7 +125,7 @@ func (m *Model) rankProfiles() {
 // loadMixed reads a mixed node spec (see LoadModel).
 func loadMixed(spec string) (*Model, error) {
 	spec = strings.ToLower(strings.TrimSpace(spec))
-	u := &Model{Name: spec, masks: map[string][]uint16{}}
+	u := &Model{Name: spec}
 	loaded := map[string]*Model{}
 	for _, part := range strings.Split(spec, ",") {
 		name, count := strings.TrimSpace(part), 1
@@ -307,15 +309,7 @@ type gpuSlot struct {
 // placement clear of held slots. It lets the engine skip asking a
 // partitioner whose answer can only be "wait".
 func (g *gpuSlot) mayFit(p Profile) bool {
-	if g.heldSlices+p.Slices > g.model.Slices {
-		return false
-	}
-	for _, mask := range g.model.masks[p.Name] {
-		if mask&g.heldSlots == 0 {
-			return true
-		}
-	}
-	return false
+	return g.model.geo.MayFit(g.heldSlots, g.heldSlices, p.Name)
 }
 
 func quietLogger() logrus.FieldLogger {

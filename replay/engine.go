@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // jobState is a job's progress through the engine.
@@ -92,10 +93,10 @@ type engine struct {
 	// of the runs finished so far; keyRuns per workload and profile
 	// (migpro+plan's expected run times).
 	profileRuns, keyRuns means
-	// packMemo memoises the usable slices of a GPU's free space, and
-	// packWant is the profiles waiting at the scan's start (PackFirst).
-	packMemo map[packKey]int
-	packWant uint64
+	// packWant is the profiles waiting at the scan's start (PackFirst), and
+	// packShapes their shapes per GPU model, by want.
+	packWant   uint64
+	packShapes map[shapeKey]geometry.ShapeSet
 	// quiet counts the runs finished since the last arrival: the planner
 	// also plans at every planEvery-th of them, so a batch, whose jobs all
 	// arrive at once, is planned too; it is also one sign that arrivals

@@ -8,6 +8,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // grant is an instance handed to a run.
@@ -142,9 +143,9 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	}
 	o.gpu = plan.GPU
 	if plan.Reuse != nil {
-		o.mask = maskOf(plan.Reuse.Placement)
+		o.mask = geometry.SlotMask(plan.Reuse.Placement)
 	} else if n := len(plan.Steps); n > 0 {
-		o.mask = maskOf(plan.Steps[n-1].Placement)
+		o.mask = geometry.SlotMask(plan.Steps[n-1].Placement)
 	}
 	o.heavy = nd.gpus[plan.GPU].heavyHeld
 	if heavy && o.heavy > 0 {
@@ -166,7 +167,7 @@ func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
 	slices := make([]int, len(nd.gpus))
 	var idle []partitioner.Instance
 	for _, in := range nd.part.Instances() {
-		occupied[in.GPU] |= maskOf(in.Placement)
+		occupied[in.GPU] |= geometry.SlotMask(in.Placement)
 		if p, ok := d.model.Profile(in.Profile); ok {
 			slices[in.GPU] += p.Slices
 		}
@@ -184,7 +185,7 @@ func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
 		if g.heavyHeld >= o.heavy || slices[gi]+j.profile.Slices > g.model.Slices {
 			continue
 		}
-		for _, mask := range g.model.masks[j.profile.Name] {
+		for _, mask := range g.model.geo.SlotMasks(j.profile.Name) {
 			if mask&occupied[gi] != 0 {
 				continue
 			}

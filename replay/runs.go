@@ -3,6 +3,8 @@ package replay
 import (
 	"fmt"
 	"math"
+
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // Outcome is how a run ended.
@@ -71,7 +73,7 @@ func (e *engine) grant(j *jobState, g grant) {
 	e.ready[g.uuid] = start
 	j.attempts++
 	slot.heldSlices += g.profile.Slices
-	slot.heldSlots |= maskOf(g.placement)
+	slot.heldSlots |= geometry.SlotMask(g.placement)
 	r := &run{j: j, g: g, slot: slot, oomAt: 2, markAt: 2, rec: RunRecord{
 		Job: j.job.ID, Node: g.node, GPU: slot.global, Profile: g.profile.Name,
 		Start: g.placement.Start, Slots: g.placement.Size, Granted: e.now,
@@ -171,7 +173,7 @@ func (e *engine) end(r *run, outcome Outcome) error {
 		}
 	}
 	slot.heldSlices -= r.g.profile.Slices
-	slot.heldSlots &^= maskOf(r.g.placement)
+	slot.heldSlots &^= geometry.SlotMask(r.g.placement)
 	heavy := r.j.job.Heavy()
 	if heavy {
 		slot.heavyBusy--
