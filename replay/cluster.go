@@ -283,6 +283,9 @@ type node struct {
 	// not; the cluster-level choice packs busier nodes first.
 	used int
 	pcie *pcieCtx
+	// placing is the profile being planned or committed (the hami
+	// baseline's policy scores by it).
+	placing Profile
 }
 
 // gpuSlot is the engine's view of one GPU.

@@ -193,8 +193,10 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, clock, func(nd *node) partitioner.Policy {
 		var base partitioner.Policy = partitioner.Migpro{}
 		switch pol.Kind {
-		case FirstFit:
+		case FirstFit, NvidiaDRA:
 			base = partitioner.FirstFit{}
+		case HAMi:
+			base = hamiPolicy{nd: nd}
 		case Reachability:
 			base = partitioner.Reachability{}
 		}
@@ -220,8 +222,10 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 			return nil, err
 		}
 	default:
-		e.pl = &dynamic{nodes: nodes, model: model, kind: pol.Kind, pcieAware: pol.PCIeAware}
-		e.res.Detail = map[Kind]string{FirstFit: "first-fit", Reachability: "reachability", Migpro: "demand-aware"}[pol.Kind]
+		e.pl = &dynamic{nodes: nodes, model: model, kind: pol.Kind, pcieAware: pol.PCIeAware, destroyAtEnd: pol.DestroyAtEnd}
+		e.res.Detail = map[Kind]string{FirstFit: "first-fit", Reachability: "reachability", Migpro: "demand-aware",
+			NvidiaDRA: "baseline model, simulator only: first GPU, lowest start, destroyed at end",
+			HAMi:      "baseline model, simulator only: largest free run, 1g/3g from the top, destroyed at end"}[pol.Kind]
 		if pol.Order != Backfill {
 			e.res.Detail += ", " + pol.Order.String()
 		}

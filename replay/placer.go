@@ -96,8 +96,10 @@ func (p pcieAware) IdleAsFree() bool {
 type dynamic struct {
 	nodes     []*node
 	model     *Model
-	kind      Kind // FirstFit: the first node that can serve, not the best
+	kind      Kind // FirstFit, NvidiaDRA, HAMi: the first node that can serve, not the best
 	pcieAware bool
+	// destroyAtEnd destroys an instance when its run ends (release).
+	destroyAtEnd bool
 }
 
 func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
@@ -124,6 +126,7 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	}
 	heavy := d.pcieAware && j.job.Heavy()
 	nd.pcie.heavy = heavy
+	nd.placing = j.profile
 	plan, err := nd.part.Plan(j.profile.Name)
 	if errors.Is(err, partitioner.ErrMustWait) {
 		return offer{}, false, nil
@@ -203,6 +206,7 @@ func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
 func (d *dynamic) commit(j *jobState, o offer) (grant, error) {
 	nd := d.nodes[o.node]
 	nd.pcie.heavy = d.pcieAware && j.job.Heavy()
+	nd.placing = j.profile
 	inst, plan, err := nd.part.AllocateAt(context.Background(), j.profile.Name, o.pin, j.job.ID)
 	if err != nil {
 		return grant{}, fmt.Errorf("node %d: allocate %s for job %s: %w", o.node, j.profile.Name, j.job.ID, err)
@@ -225,7 +229,7 @@ func (d *dynamic) granted(nd *node, n int, j *jobState, inst partitioner.Instanc
 }
 
 func (d *dynamic) better(a, b offer) bool {
-	if d.kind == FirstFit {
+	if d.kind == FirstFit || d.kind == NvidiaDRA || d.kind == HAMi {
 		if (a.destroys == 0) != (b.destroys == 0) {
 			return a.destroys == 0
 		}
@@ -268,6 +272,9 @@ func (d *dynamic) better(a, b offer) bool {
 func (d *dynamic) release(g grant) error {
 	if _, err := d.nodes[g.node].part.Release(g.uuid); err != nil {
 		return fmt.Errorf("node %d: release %s: %w", g.node, g.uuid, err)
+	}
+	if d.destroyAtEnd {
+		return d.destroyEnded(g)
 	}
 	return nil
 }

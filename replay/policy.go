@@ -23,6 +23,12 @@ const (
 	// pending demand, with a cluster choice by the least demand-weighted
 	// loss and a reservation for a request that has waited too long.
 	Migpro
+	// NvidiaDRA models NVIDIA's DRA driver: first GPU, lowest free start,
+	// made at start and destroyed at end (baselines.go).
+	NvidiaDRA
+	// HAMi models HAMi's dynamic MIG placement scoring, made on allocation
+	// and destroyed at end (baselines.go).
+	HAMi
 )
 
 // Order is how the wait queue is served.
@@ -66,6 +72,9 @@ type Policy struct {
 	// the one with the shortest makespan.
 	Layout string
 	Order  Order
+	// DestroyAtEnd destroys each instance when its run ends, so no idle
+	// instance is ever reused (the nvidia-dra and hami baselines).
+	DestroyAtEnd bool
 	// Predict sizes jobs with the estimator (declared memory, then the
 	// peaks of earlier runs of the same key) and moves a run to a larger
 	// profile when the predictor marks it, instead of waiting for the OOM.
@@ -118,6 +127,8 @@ func Policies() []Policy {
 		{Name: "sequential", Kind: Static, FullGPU: true, Layout: "all-full"},
 		{Name: "static", Kind: Static},
 		{Name: "first-fit", Kind: FirstFit},
+		{Name: "nvidia-dra", Kind: NvidiaDRA, DestroyAtEnd: true},
+		{Name: "hami", Kind: HAMi, DestroyAtEnd: true},
 		{Name: "reachability", Kind: Reachability},
 		{Name: "migpro", Kind: Migpro},
 		{Name: "migpro+reserve", Kind: Migpro, Reserve: true},

@@ -182,6 +182,13 @@ func (e *engine) end(r *run, outcome Outcome) error {
 	if err := e.pl.release(r.g); err != nil {
 		return err
 	}
+	if e.pol.DestroyAtEnd {
+		// The destroy queues on the GPU's NVML like any other step.
+		if !e.cfg.NoNVMLCost {
+			slot.nvmlFree = max(e.now, slot.nvmlFree) + NVMLCost(r.g.profile.Slices, e.model.Slices)
+		}
+		e.res.Reconfigs++
+	}
 	e.dirty[r.g.node] = true
 	if heavy {
 		e.rerateHeavy(slot)
