@@ -40,6 +40,8 @@ type Model struct {
 	// geo is the model's MIG geometry (nil for a mixed node's union: each
 	// of its GPUs has its own model).
 	geo *geometry.Geometry
+	// all is every requestable profile's shape (stranded slices).
+	all geometry.ShapeSet
 	// perGPU is, for a mixed node, each GPU's own model in node order; nil
 	// when every GPU is this model.
 	perGPU []*Model
@@ -105,6 +107,9 @@ func LoadModel(name string) (*Model, error) {
 		return nil, fmt.Errorf("model %s offers no MIG profiles", name)
 	}
 	m.rankProfiles()
+	for _, p := range m.Profiles {
+		m.all |= m.geo.ShapesOf(p.Name)
+	}
 	return m, nil
 }
 
@@ -305,6 +310,9 @@ type gpuSlot struct {
 	heldSlots  uint16
 	// model is the GPU's own model (its profiles and placements).
 	model *Model
+	// strandSince is when the stranded slices were last summed into
+	// strandSum (slice-seconds; metrics.go).
+	strandSince, strandSum float64
 }
 
 // mayFit is a necessary condition for a profile to be placed on the GPU

@@ -26,6 +26,11 @@ type jobState struct {
 	// when the job's first profile was last chosen.
 	sized      uint64
 	needAll    bool
+	// began is whether a run of the job has started, startedAt when the
+	// first did and firstProfile on what (start-wait metrics).
+	began        bool
+	startedAt    float64
+	firstProfile string
 	attempts   int
 	done       bool
 	completion float64

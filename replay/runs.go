@@ -72,6 +72,7 @@ func (e *engine) grant(j *jobState, g grant) {
 	}
 	e.ready[g.uuid] = start
 	j.attempts++
+	e.strandTick(slot)
 	slot.heldSlices += g.profile.Slices
 	slot.heldSlots |= geometry.SlotMask(g.placement)
 	r := &run{j: j, g: g, slot: slot, oomAt: 2, markAt: 2, rec: RunRecord{
@@ -92,6 +93,9 @@ func (e *engine) grant(j *jobState, g grant) {
 func (e *engine) begin(r *run) {
 	r.started, r.last, r.progress = true, e.now, 0
 	r.rec.Started = e.now
+	if !r.j.began {
+		r.j.began, r.j.startedAt, r.j.firstProfile = true, e.now, r.g.profile.Name
+	}
 	if p, ok := r.j.job.Mem.OOMAt(r.g.profile.Memory); ok {
 		r.oomAt = p
 	}
@@ -172,6 +176,7 @@ func (e *engine) end(r *run, outcome Outcome) error {
 			break
 		}
 	}
+	e.strandTick(slot)
 	slot.heldSlices -= r.g.profile.Slices
 	slot.heldSlots &^= geometry.SlotMask(r.g.placement)
 	heavy := r.j.job.Heavy()
@@ -266,6 +271,7 @@ func (e *engine) finish(jobs []Job) {
 		sum += jct[i]
 	}
 	res.MeanJCT = sum / float64(len(jct))
+	e.userMetrics()
 	res.P95JCT = percentile(jct, 0.95)
 	if res.Makespan > 0 {
 		res.Throughput = float64(len(jobs)) / res.Makespan

@@ -101,6 +101,10 @@ func runSimulate(args []string, stdout io.Writer) error {
 		if err := replay.WriteTable(stdout, results); err != nil {
 			return err
 		}
+		fmt.Fprintln(stdout)
+		if err := replay.WriteUserMetrics(stdout, results); err != nil {
+			return err
+		}
 		if err := replay.WriteComparison(stdout, results); err != nil {
 			return err
 		}
