@@ -24,16 +24,16 @@ type jobState struct {
 	waitSince float64 // when it last entered the queue
 	// sized is what the estimator's history had learned (sizer.learned)
 	// when the job's first profile was last chosen.
-	sized      uint64
-	needAll    bool
+	sized   uint64
+	needAll bool
 	// began is whether a run of the job has started, startedAt when the
 	// first did and firstProfile on what (start-wait metrics).
 	began        bool
 	startedAt    float64
 	firstProfile string
-	attempts   int
-	done       bool
-	completion float64
+	attempts     int
+	done         bool
+	completion   float64
 }
 
 type evKind uint8
