@@ -74,7 +74,7 @@ func (h *evHeap) Pop() any {
 // engine is one policy's simulation.
 type engine struct {
 	cfg   Config
-	pol   Policy
+	pol   Strategy
 	model *Model
 	nodes []*node
 	pl    placer
@@ -128,7 +128,7 @@ func (e *engine) push(ev event) {
 
 // Run simulates jobs under one policy. A static policy without a layout
 // tries every layout and returns the best.
-func Run(jobs []Job, cfg Config, pol Policy) (*Result, error) {
+func Run(jobs []Job, cfg Config, pol Strategy) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func Run(jobs []Job, cfg Config, pol Policy) (*Result, error) {
 	return runOnce(jobs, cfg, pol, model)
 }
 
-func runBestLayout(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
+func runBestLayout(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error) {
 	wall := time.Now()
 	var best *Result
 	var tried []string
@@ -183,7 +183,7 @@ type infeasibleError struct{ msg string }
 
 func (e infeasibleError) Error() string { return e.msg }
 
-func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
+func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error) {
 	wall := time.Now()
 	if pol.Plan && cfg.GPUs() == 1 {
 		// On a single GPU a reservation for a whole-GPU request drains

@@ -61,8 +61,11 @@ func (o Order) String() string {
 	return "backfill"
 }
 
-// Policy is one strategy over the shared engine.
-type Policy struct {
+// Strategy is one policy as the replay runs it: how it places (Kind), how
+// it orders the queue and which extras it adds, over the shared engine.
+// It is not partitioner.Policy, the per-node placement rule a Strategy
+// may use.
+type Strategy struct {
 	Name string
 	Kind Kind
 	// FullGPU makes every job ask for the whole GPU (the sequential
@@ -122,8 +125,8 @@ type Policy struct {
 // largest-first ordering, migpro's PCIe-aware GPU choice, and migpro with
 // reservations, a planner over the known queue, packing first, widening,
 // the batch order and the workload history.
-func Policies() []Policy {
-	return []Policy{
+func Policies() []Strategy {
+	return []Strategy{
 		{Name: "sequential", Kind: Static, FullGPU: true, Layout: "all-full"},
 		{Name: "static", Kind: Static},
 		{Name: "first-fit", Kind: FirstFit},
@@ -153,16 +156,16 @@ func PolicyNames() []string {
 // ParsePolicies turns a comma-separated list of names ("all" for every
 // standard policy) into policies. A static policy may name its layout as
 // static:LAYOUT.
-func ParsePolicies(list string) ([]Policy, error) {
+func ParsePolicies(list string) ([]Strategy, error) {
 	if strings.TrimSpace(list) == "all" {
 		return Policies(), nil
 	}
-	var out []Policy
+	var out []Strategy
 	seen := map[string]bool{}
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		base, layout, hasLayout := strings.Cut(name, ":")
-		var found *Policy
+		var found *Strategy
 		for _, p := range Policies() {
 			if p.Name == base {
 				found = &p

@@ -24,7 +24,7 @@ type simulateOpts struct {
 	mix, csvPath, writeCSV, plotDir, output string
 	spec                                    replay.MixSpec
 	cfg                                     replay.Config
-	policies                                []replay.Policy
+	policies                                []replay.Strategy
 	timelineGPU                             int
 }
 
