@@ -112,7 +112,11 @@ func WriteUserMetrics(w io.Writer, results []*Result) error {
 	head = append(head, "steps/job", "frag waits", "stranded slices/GPU (worst)")
 	rows := [][]string{head}
 	for _, r := range results {
-		row := []string{r.Policy}
+		name := r.Policy
+		if simulatorOnly(name) {
+			name += " *"
+		}
+		row := []string{name}
 		for _, s := range order {
 			if sw, ok := r.StartWait(s); ok {
 				row = append(row, fmt.Sprintf("%.0f / %.0f", sw.Mean, sw.P95))

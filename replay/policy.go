@@ -144,6 +144,26 @@ func Policies() []Strategy {
 	}
 }
 
+// SimulatorOnly reports whether the agent cannot run this policy: the
+// agent's --policy offers first-fit, reachability and migpro, with arrival
+// order and backfill; baselines and the extras (reservations by wait,
+// the planner, packing first, widening, the batch order, the history, the
+// predictor's moves, the other queue orders, the PCIe-aware choice) exist
+// only in the replay.
+func (s Strategy) SimulatorOnly() bool {
+	plain := Strategy{Name: s.Name, Kind: s.Kind}
+	if s != plain {
+		return true
+	}
+	return s.Kind != FirstFit && s.Kind != Reachability && s.Kind != Migpro
+}
+
+// simulatorOnly is SimulatorOnly for a policy name as results carry it.
+func simulatorOnly(name string) bool {
+	ps, err := ParsePolicies(name)
+	return err != nil || len(ps) != 1 || ps[0].SimulatorOnly()
+}
+
 // PolicyNames lists the standard policies' names.
 func PolicyNames() []string {
 	var out []string
