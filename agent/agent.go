@@ -138,6 +138,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	a.part, err = partitioner.New(timedNode{Node: a.node, m: a.metrics},
 		partitioner.WithPolicy(policy),
 		partitioner.WithCountedProfiles(a.cfg.Counted...),
+		partitioner.WithAllowedProfiles(a.cfg.Profiles...),
 		partitioner.WithLogger(a.log),
 		partitioner.WithBusyCheck(a.busy),
 		partitioner.WithHooks(partitioner.Hooks{AfterCreate: a.afterCreate, AfterDestroy: a.afterDestroy, Changed: a.inv.signal}))
