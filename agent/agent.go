@@ -45,6 +45,8 @@ type Agent struct {
 	watch *watch
 	// cluster builds the link to a Kubernetes API server; nil: none.
 	cluster ClusterFunc
+	// clusterReady is the link, when it reports the API server's state.
+	clusterReady atomic.Pointer[ReadyCluster]
 
 	persistMu sync.Mutex // one persist at a time, snapshot to save
 
@@ -84,6 +86,13 @@ func WithLogger(l logrus.FieldLogger) Option { return func(a *Agent) { a.log = l
 type Cluster interface {
 	// Run serves until ctx ends.
 	Run(ctx context.Context) error
+}
+
+// ReadyCluster is a Cluster that knows whether the API server answers: the
+// agent is not ready while Ready returns an error (service.go).
+type ReadyCluster interface {
+	Cluster
+	Ready() error
 }
 
 // ClusterFunc builds the cluster link for an agent that is open and about
@@ -210,6 +219,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		var err error
 		if cluster, err = a.cluster(a); err != nil {
 			return err
+		}
+		if r, ok := cluster.(ReadyCluster); ok {
+			a.clusterReady.Store(&r)
 		}
 	}
 	if p := a.foreignPluginSocket(); p != "" {
