@@ -22,9 +22,9 @@ type rendered struct {
 	kinds []string                  // every document's kind, in order
 	docs  map[string][]byte         // kind/name -> YAML
 	other map[string]map[string]any // kind/name -> objects of kinds client-go does not know
-	ds    *appsv1.DaemonSet   // the first (default) agent DaemonSet
-	dss   []*appsv1.DaemonSet // every agent DaemonSet (one per node configuration)
-	out   string              // the whole render
+	ds    *appsv1.DaemonSet         // the first (default) agent DaemonSet
+	dss   []*appsv1.DaemonSet       // every agent DaemonSet (one per node configuration)
+	out   string                    // the whole render
 }
 
 func renderChart(t *testing.T, args ...string) rendered {

@@ -173,7 +173,7 @@ func TestChartNamespaceAllowsTheAgent(t *testing.T) {
 func TestChartSchemaRejects(t *testing.T) {
 	helm := helmBinary(t)
 	for _, c := range []struct{ set, want string }{
-		{"imagePullSecret=regcred", "imagePullSecret"},  // misspelt: unknown
+		{"imagePullSecret=regcred", "imagePullSecret"}, // misspelt: unknown
 		{"admission.replica=3", "replica"},             // unknown, nested
 		{"metrics.port=high", "port"},                  // mistyped
 		{"log.level=verbose", "level"},                 // not one of the levels
