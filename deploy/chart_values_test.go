@@ -73,21 +73,36 @@ func TestChartValuesTakeEffect(t *testing.T) {
 			}
 		}},
 		{"kubeletRootDir", []string{"--set", "kubeletRootDir=/var/lib/k0s/kubelet"}, func(t *testing.T, r rendered) {
+			// The PodResources socket follows --root-dir; the kubelet's
+			// device-plugin directory does not (devicePluginDir).
 			args := r.agentArgs()
-			for _, want := range []string{"--plugin-dir=/var/lib/k0s/kubelet/device-plugins", "--pod-resources=/var/lib/k0s/kubelet/pod-resources/kubelet.sock"} {
+			for _, want := range []string{"--pod-resources=/var/lib/k0s/kubelet/pod-resources/kubelet.sock", "--plugin-dir=/var/lib/kubelet/device-plugins"} {
 				if !strings.Contains(args, want) {
 					t.Errorf("args %s lack %s", args, want)
 				}
 			}
-			for _, v := range r.ds.Spec.Template.Spec.Volumes {
-				if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, "/var/lib/kubelet") {
-					t.Errorf("volume %s still mounts %s", v.Name, v.HostPath.Path)
-				}
+			if !hasHostPath(r, "/var/lib/k0s/kubelet/pod-resources") || hasHostPath(r, "/var/lib/kubelet/pod-resources") {
+				t.Errorf("pod-resources volume not moved: %+v", r.ds.Spec.Template.Spec.Volumes)
+			}
+		}},
+		{"devicePluginDir", []string{"--set", "devicePluginDir=/var/lib/k0s/kubelet/device-plugins"}, func(t *testing.T, r rendered) {
+			if !strings.Contains(r.agentArgs(), "--plugin-dir=/var/lib/k0s/kubelet/device-plugins") || !hasHostPath(r, "/var/lib/k0s/kubelet/device-plugins") {
+				t.Errorf("device-plugin directory not moved: %s", r.agentArgs())
 			}
 			for _, m := range r.ds.Spec.Template.Spec.Containers[0].VolumeMounts {
-				if strings.HasPrefix(m.MountPath, "/var/lib/kubelet") {
-					t.Errorf("mount %s still at %s", m.Name, m.MountPath)
+				if m.Name == "device-plugins" && m.MountPath != "/var/lib/k0s/kubelet/device-plugins" {
+					t.Errorf("device-plugins mounted at %s", m.MountPath)
 				}
+			}
+		}},
+		{"nvidiaCDIHookPath", []string{"--set", "nvidiaCDIHookPath=/usr/local/nvidia/toolkit/nvidia-cdi-hook"}, func(t *testing.T, r rendered) {
+			for _, want := range []string{"--nvidia-cdi-hook-path=/usr/local/nvidia/toolkit/nvidia-cdi-hook", "--nvidia-cdi-hook-check=/host-nvidia-cdi-hook/nvidia-cdi-hook"} {
+				if !strings.Contains(r.agentArgs(), want) {
+					t.Errorf("args %s lack %s", r.agentArgs(), want)
+				}
+			}
+			if !hasHostPath(r, "/usr/local/nvidia/toolkit") {
+				t.Error("the hook's directory is not mounted for the agent's check")
 			}
 		}},
 		{"profiles", []string{"--set", "profiles={1g.10gb,3g.40gb}"}, func(t *testing.T, r rendered) {
@@ -215,4 +230,13 @@ func TestChartNotes(t *testing.T) {
 			t.Errorf("NOTES lack %q:\n%s", want, notes)
 		}
 	}
+}
+
+func hasHostPath(r rendered, path string) bool {
+	for _, v := range r.ds.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == path {
+			return true
+		}
+	}
+	return false
 }
