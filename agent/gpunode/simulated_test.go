@@ -1,7 +1,8 @@
-package agent
+package gpunode_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,26 +10,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
+	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/agent/gpunode"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
 )
 
-// simulatedAgent starts an agent on a simulated A100 (Config.Simulate, the
-// way migpro-agent --simulate does), with the simulated driver's files
-// installed under its root when withDriver is set, and allocates a 1g.5gb.
-// With withHook an executable stands for nvidia-cdi-hook; without, the hook
-// path names nothing. It returns the instance's spec as a runtime reads it.
-func simulatedAgent(t *testing.T, withDriver, withHook bool) (*cdiapi.Spec, Config) {
+// simulatedAgent runs an agent on a simulated A100 opened by gpunode.Open
+// (Config.Simulate, the way migpro-agent --simulate does), with the
+// simulated driver's files installed under its root when withDriver is set,
+// and allocates a 1g.5gb through the local API. With withHook an executable
+// stands for nvidia-cdi-hook; without, the hook path names nothing. It
+// returns the instance's spec as a runtime reads it.
+func simulatedAgent(t *testing.T, withDriver, withHook bool) (*cdiapi.Spec, agent.Config) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the simulated GPU's device nodes need root")
 	}
 	dir := t.TempDir()
-	cfg := Config{Simulate: "a100-40gb", SimRoot: filepath.Join(dir, "sim"), StateDir: filepath.Join(dir, "state"),
-		CDISpecDir: filepath.Join(dir, "cdi"), Socket: filepath.Join(dir, "a.sock"), TelemetryDir: TelemetryOff,
+	cfg := agent.Config{Simulate: "a100-40gb", SimRoot: filepath.Join(dir, "sim"), StateDir: filepath.Join(dir, "state"),
+		CDISpecDir: filepath.Join(dir, "cdi"), Socket: filepath.Join(dir, "a.sock"), TelemetryDir: agent.TelemetryOff,
 		AssignGrace: time.Nanosecond, NVIDIACDIHookPath: filepath.Join(dir, "toolkit", "nvidia-cdi-hook")}
 	if withHook {
 		if err := os.MkdirAll(filepath.Dir(cfg.NVIDIACDIHookPath), 0o755); err != nil {
@@ -47,24 +52,48 @@ func simulatedAgent(t *testing.T, withDriver, withHook bool) (*cdiapi.Spec, Conf
 			t.Fatal(err)
 		}
 	}
-	a, err := New(cfg, WithLogger(quiet()))
+	g, err := gpunode.Open(cfg, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.node.Close() })
-	resp, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: "me"})
+	a, err := agent.New(cfg, g, agent.WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := a.cdi.SpecPath(resp.UUID)
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent run: %v", err)
+		}
+		g.Close()
+	})
+	c := client.New(cfg.Socket)
+	var resp client.AllocResponse
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if resp, err = c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb", Owner: "me"}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("alloc: %v", err)
+		}
 	}
-	s, err := cdiapi.ReadSpec(path, 0)
+	paths, err := filepath.Glob(filepath.Join(cfg.CDISpecDir, "*.json"))
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("spec files %v (%v), want the one of %s", paths, err, resp.UUID)
+	}
+	s, err := cdiapi.ReadSpec(paths[0], 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, cfg
+}
+
+func quietLog() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
 }
 
 // With the simulated driver installed under the simulated node's root (the
@@ -139,30 +168,5 @@ func TestMissingCDIHookLeavesHooksOut(t *testing.T) {
 	}
 	if !libcuda {
 		t.Errorf("spec lost the driver's libraries with the hooks: %+v", s.ContainerEdits.Mounts)
-	}
-}
-
-// ResolveCDIHook says in one line what is missing and what to do, quietly
-// under the simulated driver, and nothing when the hooks are off on purpose
-// or the hook is there.
-func TestResolveCDIHook(t *testing.T) {
-	dir := t.TempDir()
-	hook := filepath.Join(dir, "nvidia-cdi-hook")
-	missing := ResolveCDIHook(Config{NVIDIACDIHookPath: hook})
-	if missing.Use || !strings.Contains(missing.Message, "nvidia-container-toolkit") || !strings.Contains(missing.Message, "--nvidia-cdi-hook-path") ||
-		strings.Contains(missing.Message, "\n") {
-		t.Errorf("missing on a real host: %+v", missing)
-	}
-	if sim := ResolveCDIHook(Config{NVIDIACDIHookPath: hook, Simulate: "a100-40gb"}); sim.Use || !strings.Contains(sim.Message, "simulated driver") {
-		t.Errorf("missing under --simulate: %+v", sim)
-	}
-	if off := ResolveCDIHook(Config{NVIDIACDIHookPath: NoCDIHook}); off.Use || off.Message != "" {
-		t.Errorf("--nvidia-cdi-hook-path=none: %+v", off)
-	}
-	if err := os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if there := ResolveCDIHook(Config{NVIDIACDIHookPath: "/usr/bin/nvidia-cdi-hook", NVIDIACDIHookCheck: hook}); !there.Use || there.Message != "" {
-		t.Errorf("present where the agent sees it: %+v", there)
 	}
 }
