@@ -273,3 +273,45 @@ func helmSecondRelease(t *testing.T, cl *harness.Cluster, h *helm, values []stri
 		t.Errorf("the first release's agent after the second's uninstall: /readyz %d %s", code, body)
 	}
 }
+
+// TestClusterUpDown: `make cluster-up` starts the suite's cluster for a
+// person and prints where its kubeconfig is; the node is Ready through it;
+// `make cluster-down` stops every process it started.
+func TestClusterUpDown(t *testing.T) {
+	harness.RequireRoot(t)
+	dir := t.TempDir()
+	mk := func(target string) string {
+		t.Helper()
+		cmd := exec.Command("make", "-s", target, "CLUSTER_DIR="+dir)
+		cmd.Dir = repoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			t.Fatalf("make %s: %v\n%s\nlog:\n%s", target, err, out, log)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() { exec.Command("make", "-s", "cluster-down", "CLUSTER_DIR="+dir).Run() })
+	out := mk("cluster-up")
+	kc := filepath.Join(dir, "kubeconfig")
+	if !strings.Contains(out, "kubeconfig: "+kc) {
+		t.Fatalf("make cluster-up does not print the kubeconfig's path:\n%s", out)
+	}
+	pid, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := exec.Command(harness.Bin(t, "kubectl"), "--kubeconfig", kc, "get", "nodes",
+		"-o", `jsonpath={.items[0].status.conditions[?(@.type=="Ready")].status}`)
+	if got, err := kubectl.CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != "True" {
+		t.Fatalf("kubectl get nodes through %s: %v %q, want a Ready node", kc, err, got)
+	}
+	mk("cluster-down")
+	p, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if p > 0 && syscall.Kill(p, 0) == nil {
+		t.Errorf("clusterup (pid %d) still runs after make cluster-down", p)
+	}
+	if _, err := os.Stat(kc); err == nil {
+		t.Error("make cluster-down left the kubeconfig of a cluster that is gone")
+	}
+}
