@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/gpu"
@@ -119,3 +120,12 @@ func (src simSource) Sample(int) (uint64, uint64, error) {
 	}
 	return m.Used, m.Used, nil
 }
+
+// Lib is the simulated node's NVML.
+func (s *Sim) Lib() nvml.Interface { return s.node.Lib() }
+
+// Root is the node's root: the driver root, with dev/ and the driver's state.
+func (s *Sim) Root() string { return s.root }
+
+// Paths locate the node's device nodes and capability files.
+func (s *Sim) Paths() gpu.DriverPaths { return s.node.Paths() }
