@@ -119,7 +119,7 @@ func Run(c Config) (Result, error) {
 	if c.Log == nil {
 		c.Log = logrus.StandardLogger()
 	}
-	path, err := lookPath(c.Command[0])
+	path, err := LookPath(c.Command[0])
 	if err != nil {
 		return Result{}, err
 	}
@@ -259,7 +259,8 @@ func setEnv(env []string, kvs ...string) []string {
 	return out
 }
 
-func lookPath(name string) (string, error) {
+// LookPath finds the command as Run will, with Run's *StartError when it cannot.
+func LookPath(name string) (string, error) {
 	path, err := exec.LookPath(name)
 	if err == nil {
 		return path, nil
