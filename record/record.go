@@ -73,8 +73,9 @@ type Result struct {
 	// Signal is the signal that killed the command, 0 if none did.
 	Signal syscall.Signal
 	Rows   []Row
-	// Wall is the command's run time.
-	Wall time.Duration
+	// Start is when the command started; Wall its run time.
+	Start time.Time
+	Wall  time.Duration
 	// NVMLErrors counts failed NVML polls; NVMLFirstError is the first.
 	NVMLErrors     int
 	NVMLFirstError error
@@ -164,7 +165,7 @@ func Run(c Config) (Result, error) {
 	go func() { done <- cmd.Wait() }()
 
 	col := newCollector(start)
-	res := Result{}
+	res := Result{Start: start}
 	var tick <-chan time.Time
 	if c.NVML != nil {
 		t := time.NewTicker(c.Interval)

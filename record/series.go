@@ -133,14 +133,17 @@ func WriteTrace(w io.Writer, name string, comments []string, rows []Row) error {
 }
 
 // SamplesHeader is the side table's header.
-const SamplesHeader = "t,source,shim_bytes,shim_peak_bytes,driver_allocs,driver_frees,processes,nvml_process_bytes,nvml_device_bytes"
+const SamplesHeader = "unix,t,source,shim_bytes,shim_peak_bytes,driver_allocs,driver_frees,processes,nvml_process_bytes,nvml_device_bytes"
 
-// WriteSamples writes every source's figures, one row per sample.
-func WriteSamples(w io.Writer, rows []Row) error {
+// WriteSamples writes every source's figures, one row per sample; unix is
+// the sample's wall-clock time (start + t), to line it up with what the
+// command logs itself.
+func WriteSamples(w io.Writer, start time.Time, rows []Row) error {
+	t0 := float64(start.UnixNano()) / 1e9
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, SamplesHeader)
 	for _, r := range rows {
-		fmt.Fprintf(bw, "%s,%s,%d,%d,%d,%d,%d,%d,%d\n", strconv.FormatFloat(round(r.T), 'f', -1, 64), r.Source,
+		fmt.Fprintf(bw, "%.3f,%s,%s,%d,%d,%d,%d,%d,%d,%d\n", t0+r.T, strconv.FormatFloat(round(r.T), 'f', -1, 64), r.Source,
 			r.ShimBytes, r.ShimPeak, r.Allocs, r.Frees, r.Processes, r.NVMLProcess, r.NVMLDevice)
 	}
 	return bw.Flush()

@@ -157,7 +157,7 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		return err
 	}
-	comments = append(comments, fmt.Sprintf("exit %d after %.3fs", res.ExitCode, res.Wall.Seconds()))
+	comments = append(comments, fmt.Sprintf("exit %d after %.3fs, started at unix %.3f", res.ExitCode, res.Wall.Seconds(), float64(res.Start.UnixNano())/1e9))
 	if err := record.WriteTrace(out, filepath.Base(o.output), comments, res.Rows); err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
@@ -165,7 +165,7 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("output: %w", err)
 	}
 	if samples != nil {
-		if err := record.WriteSamples(samples, res.Rows); err == nil {
+		if err := record.WriteSamples(samples, res.Start, res.Rows); err == nil {
 			err = samples.Close()
 		} else {
 			return fmt.Errorf("samples: %w", err)

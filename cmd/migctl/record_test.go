@@ -75,7 +75,7 @@ func TestRecordOnSimulatedGPUThroughCLI(t *testing.T) {
 		t.Errorf("peak requested %d", peakReq)
 	}
 	b, err := os.ReadFile(samples)
-	if err != nil || !strings.HasPrefix(string(b), "t,source,shim_bytes") {
+	if err != nil || !strings.HasPrefix(string(b), "unix,t,source,shim_bytes") {
 		t.Fatalf("samples: %v %q", err, b)
 	}
 	// The recorded peak sizes the workload through estimate's history.
