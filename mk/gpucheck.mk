@@ -13,7 +13,7 @@ GPU_KIT         ?= $(BIN)/gpu-kit
 GPU_KIT_MAX_MIB  = 64
 GPU_CHECK_OUT   ?= $(BIN)/gpu-check
 SIMULATE        ?=
-GPU_KIT_FILES    = gpucheck/run.sh gpucheck/analyze.py $(wildcard gpucheck/workloads/*.py)
+
 
 .PHONY: gpu-kit gpu-check gpu-check-test
 gpu-kit: $(BIN)/libmigpro-shim.so simdriver
@@ -24,6 +24,7 @@ gpu-kit: $(BIN)/libmigpro-shim.so simdriver
 	strip --strip-unneeded $(GPU_KIT)/lib/migpro/libmigpro-shim.so
 	cp $(SIMDRIVER_OUT)/libcuda.so $(SIMDRIVER_OUT)/libnvidia-ml.so $(SIMDRIVER_OUT)/nvidia-smi $(GPU_KIT)/lib/migpro/simdriver/
 	cp gpucheck/run.sh gpucheck/analyze.py $(GPU_KIT)/
+	cp docs/gpu-check.md $(GPU_KIT)/README.md
 	cp gpucheck/workloads/*.py $(GPU_KIT)/workloads/
 	@size=$$(du -sb $(GPU_KIT) | cut -f1); \
 	if [ $$size -gt $$(( $(GPU_KIT_MAX_MIB) * 1024 * 1024 )) ]; then \
