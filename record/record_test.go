@@ -197,3 +197,35 @@ func TestSimulateRefusesUnknownProfile(t *testing.T) {
 		t.Fatal("two GPUs: want an error")
 	}
 }
+
+func TestSignalsSentToRecorderReachTheCommand(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	type out struct {
+		res record.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := record.Run(record.Config{Command: []string{"sh", "-c", "echo ready; exec sleep 30"},
+			ForwardSignals: true, Stdout: w, Log: quiet()})
+		done <- out{res, err}
+	}()
+	buf := make([]byte, 6)
+	if _, err := r.Read(buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("read %q: %v", buf, err)
+	}
+	// The recorder catches SIGTERM while the command runs, so this test
+	// process survives it and the command gets it.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	w.Close()
+	if o.err != nil || o.res.Signal != syscall.SIGTERM || o.res.ExitCode != 143 {
+		t.Fatalf("want the command killed by the forwarded SIGTERM, got %+v, %v", o.res, o.err)
+	}
+}
