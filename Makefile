@@ -21,10 +21,10 @@ RACE_PKGS ?= ./partitioner/... ./plugin/... ./predictor ./telemetry/... ./gpu/..
 # way. The counts give 5-30 s of fuzzing per target on a 2-core machine.
 FUZZ_MINIMIZE ?= 2000x
 
-# The version every binary reports (`migctl version`) and the images' tag
-# (mk/image.mk): git describe, linked in with -X.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-GO_LDFLAGS := -X github.com/migpro/migpro/internal/buildinfo.version=$(VERSION)
+# The version every binary reports (`migctl version`), linked in with -X:
+# the chart's appVersion, which is also the images' tag (mk/image.mk).
+VERSION ?= $(CHART_APP_VERSION)
+GO_LDFLAGS = -X github.com/migpro/migpro/internal/buildinfo.version=$(VERSION)
 
 # Fragments owned by each area (shim build, e2e setup, ...) add targets and
 # append to TEST_TARGETS.

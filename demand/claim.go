@@ -64,7 +64,7 @@ func (c claim) expired(now time.Time, claimTimeout, scheduleTimeout time.Duratio
 	case c.at.After(now.Add(maxClaimSkew)) || c.provisionedAt.After(now.Add(maxClaimSkew)):
 		// A claim dated in the future would never time out: a node that
 		// writes one would stall the pod's provisioning on every node.
-		return fmt.Sprintf("%s dated its claim in the future (%s, %s provisioned)", c.by, c.at.Format(time.RFC3339), c.provisionedAt.Format(time.RFC3339))
+		return fmt.Sprintf("%s dated its claim in the future (%s)", c.by, c.at.Format(time.RFC3339))
 	case c.provisionedAt.IsZero() && now.Sub(c.at) > claimTimeout:
 		return fmt.Sprintf("%s did not provision within %v", c.by, claimTimeout)
 	case !c.provisionedAt.IsZero() && now.Sub(c.provisionedAt) > scheduleTimeout:

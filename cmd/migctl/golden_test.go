@@ -14,9 +14,9 @@ import (
 // update rewrites the golden files: go test ./cmd/migctl -run Golden -update.
 var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
 
-// unstable are the values that change from run to run (wall-clock time),
-// blanked before comparing.
-var unstable = regexp.MustCompile(`("(?:wallSeconds|lastSample)":\s*)("[^"]*"|[0-9.e+-]+)`)
+// unstable are the values that change from run to run (wall-clock time,
+// the random lease of an alloc), blanked before comparing.
+var unstable = regexp.MustCompile(`("(?:wallSeconds|lastSample|lease)":\s*)("[^"]*"|[0-9.e+-]+)`)
 
 // TestGoldenJSON runs each command that prints JSON through migctl's entry
 // point and compares its stdout with testdata/golden, byte for byte. The

@@ -40,6 +40,6 @@ run's containerd client live in migpro-lab.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newAllocCmd(), newFreeCmd(), newStatusCmd(), newTopCmd(),
-		newPlanCmd(), newPredictCmd(), newEstimateCmd(), ctl.NewVersionCmd("migctl"))
+		newPlanCmd(), newPredictCmd(), newEstimateCmd(), newRecordCmd(), newDoctorCmd(), ctl.NewVersionCmd("migctl"))
 	return root
 }

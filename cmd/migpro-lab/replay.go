@@ -23,7 +23,7 @@ type replayOptions struct {
 	mix, csvPath, writeCSV, plotDir, output string
 	spec                                    replay.MixSpec
 	cfg                                     replay.Config
-	policies                                []replay.Policy
+	policies                                []replay.Strategy
 	timelineGPU                             int
 	node, ratio, policyList                 string
 	jobs                                    int
@@ -97,6 +97,10 @@ func (opt *replayOptions) run(stdout io.Writer) error {
 		if err := replay.WriteTable(stdout, results); err != nil {
 			return err
 		}
+		fmt.Fprintln(stdout)
+		if err := replay.WriteUserMetrics(stdout, results); err != nil {
+			return err
+		}
 		if err := replay.WriteComparison(stdout, results); err != nil {
 			return err
 		}
@@ -142,7 +146,7 @@ func newReplayCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&opt.mix, "mix", "", "generated workload: small, mixed, llm, pcie or stream (default small)")
-	f.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file (see docs/simulate.md)")
+	f.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file, ours or an OpenB pod list (see docs/replay.md)")
 	f.IntVar(&opt.jobs, "jobs", 0, "number of generated jobs (default: the mix's)")
 	f.Uint64Var(&opt.seed, "seed", 1, "seed of the generated workload and of the simulation")
 	f.StringVar(&opt.ratio, "ratio", "4:0:1:1", "small:medium:large:full weights of the mixed mix")
@@ -227,10 +231,10 @@ func loadJobs(opt replayOptions, model *replay.Model) ([]replay.Job, string, err
 			return nil, "", ctl.Usagef("--csv: %v", err)
 		}
 		defer f.Close()
-		if jobs, err = replay.ReadCSV(f); err != nil {
+		if jobs, what, err = replay.ReadJobs(f, model, opt.spec); err != nil {
 			return nil, "", ctl.Usagef("--csv %s: %v", opt.csvPath, err)
 		}
-		what = fmt.Sprintf("%s (%d jobs)", opt.csvPath, len(jobs))
+		what = fmt.Sprintf("%s (%s)", opt.csvPath, what)
 	} else {
 		var err error
 		if jobs, err = replay.Generate(opt.spec, model); err != nil {

@@ -15,15 +15,14 @@ type Info struct {
 	GoVersion string `json:"goVersion"`
 }
 
-// version is the release the build names, set by make through
-//
-//	-ldflags "-X github.com/migpro/migpro/internal/buildinfo.version=$(VERSION)"
-//
-// with VERSION from git describe, the tag make image gives the images too.
+// version is the release version stamped at link time, the chart's
+// appVersion and the images' tag (`make image` links with
+// -X github.com/migpro/migpro/internal/buildinfo.version=<tag>). Empty: the
+// module version Go recorded, often "(devel)".
 var version string
 
 // Read returns the running binary's build information. Fields the build did
-// not record stay empty; Version is the linked-in version, else the module's,
+// not record stay empty; Version is the stamped version, else the module's,
 // else "(devel)".
 func Read() Info {
 	info := Info{Version: "(devel)"}

@@ -43,6 +43,15 @@ func Execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	if cmd != nil && cmd != root {
 		name += " " + cmd.Name()
 	}
+	// A command that ends with its own status (a recorded program's, a
+	// failed report) says so with ExitCode; an empty message adds nothing.
+	var coded interface{ ExitCode() int }
+	if errors.As(err, &coded) {
+		if msg := OneLine(err); msg != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", name, msg)
+		}
+		return coded.ExitCode()
+	}
 	fmt.Fprintf(stderr, "%s: %v\n", name, OneLine(err))
 	var u UsageError
 	var r runError
