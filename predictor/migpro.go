@@ -207,7 +207,7 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first
-	lead := max(p.cfg.MinLead, m.riseLead(sc, &p.cfg)*elapsed)
+	lead := p.cfg.leadFor(m.riseLead(sc, &p.cfg), elapsed)
 	tto := max(0, (capacity-upper(now))/sc.fit.slope())
 	if tto > lead || (!p.cfg.NoJumpGate && m.jumpOnly(sc)) {
 		return verdict{}, false
