@@ -57,7 +57,7 @@ const (
 	jumpShare = 0.6
 	// stepShare is the share of a window's rise one step between two
 	// neighbouring points may hold before jumpOnly discounts it.
-	stepShare = 0.4
+	stepShare = 0.25
 	// rawZ is the significance asked of the raw usage's slope. It is lower
 	// than the peak's z: under a per-step sawtooth (activations filled and
 	// freed every step) the raw series' residuals are the whole tooth, and at
