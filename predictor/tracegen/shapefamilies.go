@@ -42,9 +42,9 @@ func HeldOutShapes() []Shape {
 			gen: linearGrowth{from: span{2, 3.5}, idle: span{0, 20}, rate: span{0.3, 0.6}}.gen},
 		{Name: "bursty-kv-horizon-ho", Seed0: s0, Growing: true, WithHorizon: true, Duration: 1200,
 			gen: burstyKV{load: span{2, 5}, gap: span{3, 15}, burst: span{0.2, 1.2}, kept: span{0.2, 0.7}}.gen},
-		{Name: "creeping-sawtooth-ho", Seed0: s0, Growing: true, Duration: 1500,
+		{Name: "creeping-sawtooth-ho", Seed0: s0, Growing: true, Duration: 3000,
 			gen: teeth{peak: span{0.80, 0.90}, amp: span{0.2, 0.5}, period: span{3, 12}, creep: span{0.001, 0.006}}.gen},
-		{Name: "creeping-sawtooth-horizon-ho", Seed0: s0, Growing: true, WithHorizon: true, Duration: 1500,
+		{Name: "creeping-sawtooth-horizon-ho", Seed0: s0, Growing: true, WithHorizon: true, Duration: 3000,
 			gen: teeth{peak: span{0.80, 0.90}, amp: span{0.2, 0.5}, period: span{3, 12}, creep: span{0.001, 0.006}}.gen},
 	}
 }
