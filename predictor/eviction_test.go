@@ -1,6 +1,9 @@
 package predictor
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // markAt feeds a clean linear rise of rate bytes/s from 1 GB, once a
 // second, and returns the time to OOM left at the mark (-1: no mark).
@@ -39,5 +42,36 @@ func TestEvictionTimeBoundsTheLead(t *testing.T) {
 	}
 	if _, err := New(Config{Capacity: 1, EvictionTime: -1}); err == nil {
 		t.Error("a negative eviction time was accepted")
+	}
+}
+
+// Hints given after the start change the decision: a horizon marks a slow
+// rise long before its time to OOM would.
+func TestHintsSetHorizon(t *testing.T) {
+	run := func(h Hints) float64 {
+		tr := NewTracker()
+		if err := tr.Start("c", ForSeconds(Config{Capacity: 10e9})); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := tr.Hint("c", h); !ok || err != nil {
+			t.Fatalf("hint: %v %v", ok, err)
+		}
+		for s := 0.0; s < 2000; s++ {
+			if d, ok := tr.Observe("c", Sample{T: s, Used: uint64(1e9 + 5e6*s)}); ok {
+				return d.At
+			}
+		}
+		return -1
+	}
+	without, with := run(Hints{}), run(Hints{Horizon: 3000})
+	if with < 0 || !(without < 0 || with < without/2) {
+		t.Errorf("marked at %.0f s with a horizon, %.0f s without", with, without)
+	}
+	tr := NewTracker()
+	if ok, _ := tr.Hint("gone", Hints{Horizon: 1}); ok {
+		t.Error("hint for an untracked container applied")
+	}
+	if err := (&Predictor{}).SetHints(Hints{EvictionTime: math.NaN()}); err == nil {
+		t.Error("NaN eviction time accepted")
 	}
 }
