@@ -110,7 +110,9 @@ type advisedSet struct {
 
 const maxAdvised = 4096
 
-func advisedKey(ns, pod, uid, container string) string { return ns + "/" + pod + "/" + uid + "/" + container }
+func advisedKey(ns, pod, uid, container string) string {
+	return ns + "/" + pod + "/" + uid + "/" + container
+}
 
 func (a *advisedSet) add(k string) {
 	a.mu.Lock()
