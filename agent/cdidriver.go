@@ -2,39 +2,37 @@ package agent
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/sirupsen/logrus"
-
-	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/gpu"
-	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 // driverRoot is where the driver's libraries and binaries are found:
-// DriverRoot, else the simulated node's root when simulating, else /.
+// DriverRoot, else the node's own (the simulated root when simulating),
+// else /.
 func (a *Agent) driverRoot() string {
 	switch {
 	case a.cfg.DriverRoot != "":
 		return a.cfg.DriverRoot
-	case a.sim != nil:
-		return a.cfg.SimRoot
+	case a.gpu.DriverRoot != "":
+		return a.gpu.DriverRoot
 	default:
 		return cdi.DefaultDriverRoot
 	}
 }
 
 // devRoot is the directory holding dev/ with the driver's device nodes:
-// DevRoot, else the simulated node's (when simulating) or the driver root.
+// DevRoot, else the node's own (when simulating), else the driver root.
 func (a *Agent) devRoot() string {
 	if a.cfg.DevRoot != "" {
 		return a.cfg.DevRoot
 	}
-	if a.sim != nil {
-		return filepath.Dir(a.node.Paths().DevDir)
+	if a.gpu.DevRoot != "" {
+		return a.gpu.DevRoot
 	}
 	return a.driverRoot()
 }
@@ -50,21 +48,46 @@ func (a *Agent) specPaths() gpu.DriverPaths {
 	return p
 }
 
-// installSimDriver lays the simulated driver's user space (the stubs in
-// SimDriver) out under the driver root, for SimDriverVersion, before the
-// specs are written: migpro-agent --simulate's specs carry the driver with
-// no manual step.
-func (a *Agent) installSimDriver() error {
-	if a.sim == nil || a.cfg.SimDriver == "" {
-		return nil
+// NoCDIHook as --nvidia-cdi-hook-path leaves NVIDIA's hooks out of the
+// specs on purpose.
+const NoCDIHook = "none"
+
+// CDIHookStatus is what the agent found of nvidia-cdi-hook at start.
+type CDIHookStatus struct {
+	// Use is true when the specs call the hook.
+	Use bool
+	// Message says in one line what is missing and what to do; empty when
+	// the hook is there or left out on purpose.
+	Message string
+}
+
+// ResolveCDIHook checks that the nvidia-cdi-hook the specs would name
+// exists. A spec naming a missing hook makes every container with a migpro
+// device fail to start (the runtime cannot exec the hook), so when it is
+// missing the specs leave NVIDIA's hooks out instead: containers start, and
+// lack only the hooks' work (the driver libraries' .so links, the ldcache
+// update, the CUDA compat libraries). The simulated driver needs none of it.
+func ResolveCDIHook(cfg Config) CDIHookStatus {
+	path := cfg.NVIDIACDIHookPath
+	if path == "" {
+		path = cdi.DefaultNVIDIACDIHookPath
 	}
-	root := a.driverRoot()
-	if err := simgpu.InstallDriver(root, a.cfg.SimDriver, a.cfg.SimDriverVersion); err != nil {
-		return fmt.Errorf("simulated driver: %w", err)
+	if path == NoCDIHook {
+		return CDIHookStatus{}
 	}
-	a.log.WithFields(logrus.Fields{"driver_root": root, "driver_version": a.cfg.SimDriverVersion, "stubs": a.cfg.SimDriver}).
-		Info("simulated driver installed")
-	return nil
+	check := cfg.NVIDIACDIHookCheck
+	if check == "" {
+		check = path
+	}
+	fi, err := os.Stat(check)
+	if err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return CDIHookStatus{Use: true}
+	}
+	if cfg.Simulate != "" {
+		return CDIHookStatus{Message: fmt.Sprintf("nvidia-cdi-hook not found at %s: the simulated driver's CDI specs leave NVIDIA's hooks out (it needs none)", check)}
+	}
+	return CDIHookStatus{Message: fmt.Sprintf("nvidia-cdi-hook not found at %s: CDI specs leave NVIDIA's hooks out, so containers start without the driver libraries' links and ldcache update; "+
+		"install NVIDIA's container toolkit (package nvidia-container-toolkit-base) or set --nvidia-cdi-hook-path to the hook (--nvidia-cdi-hook-path=%s: leave the hooks out without this warning)", check, NoCDIHook)}
 }
 
 // cdiDriver makes the driver's part of the CDI specs (see docs/cdi.md) from
@@ -80,11 +103,9 @@ func (a *Agent) installSimDriver() error {
 // device nodes only, and containers need the driver from elsewhere (their
 // image, or NVIDIA's runtime).
 func (a *Agent) cdiDriver() (cdi.Driver, error) {
-	var lib nvml.Interface
+	lib := a.gpu.NVML
 	deviceEdits := false
-	if a.sim != nil {
-		lib = a.sim.Lib()
-	} else {
+	if lib == nil {
 		lib = nvml.New()
 		// nvcdi's MIG device edits need the driver's MIG minors file, which
 		// only a real driver has.
@@ -92,9 +113,20 @@ func (a *Agent) cdiDriver() (cdi.Driver, error) {
 	}
 	driverRoot := a.driverRoot()
 	log := a.log.WithField("driver_root", driverRoot)
-	d, err := cdi.NewNVIDIADriver(lib, cdi.WithDriverRoot(driverRoot), cdi.WithDevRoot(a.devRoot()),
+	opts := []cdi.DriverOption{cdi.WithDriverRoot(driverRoot), cdi.WithDevRoot(a.devRoot()),
 		cdi.WithHostDriverRoot(a.cfg.HostDriverRoot), cdi.WithHookPath(a.cfg.NVIDIACDIHookPath), cdi.WithDeviceEdits(deviceEdits),
-		cdi.WithDriverLogger(a.log))
+		cdi.WithDriverLogger(a.log)}
+	if hook := ResolveCDIHook(a.cfg); !hook.Use {
+		opts = append(opts, cdi.WithoutHooks())
+		switch {
+		case hook.Message == "":
+		case a.cfg.Simulate != "":
+			log.Info(hook.Message)
+		default:
+			log.Warn(hook.Message)
+		}
+	}
+	d, err := cdi.NewNVIDIADriver(lib, opts...)
 	if err == nil {
 		_, err = d.CommonEdits()
 	}
@@ -111,8 +143,8 @@ func (a *Agent) cdiDriver() (cdi.Driver, error) {
 			driverRoot, err, carrying, a.cfg.CDISpecDir)
 	}
 	msg := "CDI specs will carry no NVIDIA driver (device nodes only): containers get no libcuda or nvidia-smi from migpro"
-	if a.sim != nil && a.cfg.SimDriver == "" {
-		msg += "; no simulated driver was installed (build the stubs with `make simdriver`, or pass --sim-driver DIR)"
+	if a.gpu.NoDriverHint != "" {
+		msg += "; " + a.gpu.NoDriverHint
 	}
 	log.WithError(err).Error(msg)
 	return nil, nil
@@ -133,16 +165,4 @@ func (a *Agent) specsCarryingDriver() (int, error) {
 		}
 	}
 	return n, err
-}
-
-// simDriverEdits give a container the simulated driver's state directory,
-// read-write: the stub libcuda and nvidia-smi find their instance there and
-// report their allocations through it, as a real driver's user space talks
-// to the kernel driver.
-func simDriverEdits(simRoot string) specs.ContainerEdits {
-	return specs.ContainerEdits{Mounts: []*specs.Mount{{
-		HostPath:      filepath.Join(simRoot, simgpu.StateDirName),
-		ContainerPath: simgpu.ContainerStateDir,
-		Options:       []string{"rbind", "rw", "nosuid", "nodev"},
-	}}}
 }

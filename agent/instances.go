@@ -3,14 +3,12 @@ package agent
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"time"
 
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/cdi"
-	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/partitioner"
 )
@@ -18,11 +16,6 @@ import (
 // ownerKubelet marks instances the kubelet allocated; PodResources later
 // says to which pod.
 const ownerKubelet = "kubelet"
-
-func (a *Agent) simOptions() []simgpu.Option {
-	return []simgpu.Option{simgpu.WithSeed(a.cfg.Seed), simgpu.WithRoot(a.cfg.SimRoot),
-		simgpu.WithStateFile(filepath.Join(a.cfg.SimRoot, "driver-state.json")), simgpu.WithDriverVersion(a.cfg.SimDriverVersion)}
-}
 
 func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 	opts := []cdi.Option{cdi.WithSpecDir(a.cfg.CDISpecDir), cdi.WithKind(a.cfg.CDIKind), cdi.WithLogger(a.log)}
@@ -36,8 +29,8 @@ func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 	}
 	if d != nil {
 		opts = append(opts, cdi.WithDriver(d))
-		if a.sim != nil {
-			opts = append(opts, cdi.WithExtraEdits(simDriverEdits(a.cfg.SimRoot)))
+		if a.gpu.DriverEdits != nil {
+			opts = append(opts, cdi.WithExtraEdits(*a.gpu.DriverEdits))
 		}
 	}
 	return opts, nil
@@ -169,15 +162,22 @@ func (a *Agent) prefer(profile string, available, mustInclude []string, size int
 func (a *Agent) persist() error {
 	a.persistMu.Lock()
 	defer a.persistMu.Unlock()
+	return a.persistExcept("")
+}
+
+// persistExcept saves every in-use instance but except (a free saves the
+// checkpoint without its instance before releasing it). The caller holds
+// persistMu.
+func (a *Agent) persistExcept(except string) error {
 	cp := Checkpoint{Holders: map[string]Holder{}}
 	a.mu.Lock()
 	old := a.holders
 	a.mu.Unlock()
 	for _, in := range a.part.Instances() {
-		if in.State != partitioner.InUse {
+		if in.State != partitioner.InUse || in.UUID == except {
 			continue
 		}
-		h := Holder{Owner: in.Owner, Profile: in.Profile, Since: time.Now().UTC()}
+		h := Holder{Owner: in.Owner, Profile: in.Profile, Since: time.Now().UTC(), Lease: a.ckpt.lease(in.UUID)}
 		if prev, ok := old[in.UUID]; ok && prev.Owner == in.Owner {
 			h.Since = prev.Since
 		}

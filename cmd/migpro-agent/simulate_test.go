@@ -16,7 +16,6 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
-	"github.com/migpro/migpro/partitioner"
 )
 
 var (
@@ -199,7 +198,7 @@ func TestSimDriverFlag(t *testing.T) {
 		t.Errorf("off: %q %v", got, err)
 	}
 	empty := t.TempDir()
-	if _, err := resolveSimDriver(empty); err == nil || !strings.Contains(err.Error(), "make simdriver") || strings.Contains(err.Error(), "\n") {
+	if _, err := resolveSimDriver(empty); err == nil || !strings.Contains(err.Error(), "--sim-driver") || strings.Contains(err.Error(), "make ") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("--sim-driver with no stubs: %v", err)
 	}
 	next := filepath.Join(filepath.Dir(exe), "simdriver")
@@ -297,7 +296,7 @@ func TestRestartAfterDriverUpgrade(t *testing.T) {
 	}
 	var kept bool
 	for _, i := range st.Instances {
-		kept = kept || (i.UUID == in.UUID && i.State == partitioner.InUse && i.Owner == "local:job-1" && i.CDIName == in.CDIName)
+		kept = kept || (i.UUID == in.UUID && i.State == client.StateInUse && i.Owner == "local:job-1" && i.CDIName == in.CDIName)
 	}
 	if !kept {
 		t.Errorf("instance %s is not in use by job-1 after the restart: %+v", in.UUID, st.Instances)
