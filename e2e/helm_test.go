@@ -209,7 +209,12 @@ func TestHelmInstall(t *testing.T) {
 
 	// (2, 3) install; the agent's pod becomes Ready through its probes.
 	start := time.Now()
-	h.run(t, append([]string{"install", "migpro", "deploy/helm/migpro"}, values...)...)
+	installed := h.run(t, append([]string{"install", "migpro", "deploy/helm/migpro"}, values...)...)
+	for _, want := range []string{"NOTES:", "rollout status daemonset/migpro-agent", "nvidia.com/mig-", "allocatable"} {
+		if !strings.Contains(installed, want) {
+			t.Errorf("helm install prints no %q in its notes:\n%s", want, installed)
+		}
+	}
 	pod := waitAgentReady(t, cl, "", 3*time.Minute)
 	t.Logf("helm install -> agent Ready: %v", time.Since(start).Round(time.Millisecond))
 	if !pod.Spec.HostPID || pod.Spec.PriorityClassName != "system-node-critical" {
