@@ -61,7 +61,7 @@ def workload(out, name):
         # Without per-process figures (NVML's pids are the host's), the
         # devices' used memory over its level before the workload stands in.
         per_proc = any(int(r["nvml_process_bytes"]) > 0 for r in samples)
-        base = min(ints(samples, "nvml_device_bytes") or [0])
+        base = min(ints([r for r in samples if r["source"] == "nvml"], "nvml_device_bytes") or [0])
         w["nvml_view"] = "per-process" if per_proc else "device used minus its idle level"
         for tr in torch_rows:
             i = bisect.bisect_right(times, float(tr["unix"]) + 0.05) - 1
