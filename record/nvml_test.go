@@ -71,4 +71,3 @@ func TestOpenNVMLWithoutLibrary(t *testing.T) {
 		t.Fatalf("want ErrNoNVML, got %v", err)
 	}
 }
-
