@@ -30,11 +30,11 @@ type Partitioner struct {
 	// partitioner's records do not know (e.g. the kubelet). Checked before
 	// every destroy.
 	busy func(ctx context.Context, inst Instance) (bool, error)
-	// demand is the node's request mix, for the migpro policy.
-	demand demand
+	// mix is the node's workload mix, for the migpro policy.
+	mix mix
 	// reserved holds room on one GPU for one profile (see Reserve).
 	reserved *Reservation
-	// now is the clock the demand mix decays by.
+	// now is the clock the workload mix decays by.
 	now func() time.Time
 }
 
