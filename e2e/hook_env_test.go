@@ -25,6 +25,7 @@ import (
 	cdispecs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/gpu/gputest"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/hook/shimtest"
 	"github.com/migpro/migpro/telemetry"
@@ -50,16 +51,9 @@ type hookEnv struct {
 	samples map[string][]telemetry.Sample
 }
 
-type fixedMem struct{}
-
-// The "NVML" side: a fixed instance figure well below the shim's bytes, so
-// peaks come from the shim and capacity from here.
-func (fixedMem) InstanceMemory(uuid string) (uint64, uint64, error) {
-	if uuid != hookMIG {
-		return 0, 0, fmt.Errorf("unknown instance %s", uuid)
-	}
-	return 4096, 20 << 30, nil
-}
+// fixedMem is the "NVML" side: a fixed instance figure well below the
+// shim's bytes, so peaks come from the shim and capacity from here.
+var fixedMem = gputest.Memory{hookMIG: {4096, 20 << 30}}
 
 func newHookEnv(t *testing.T) *hookEnv {
 	t.Helper()
@@ -103,7 +97,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 			case <-stop:
 				return
 			case <-time.After(100 * time.Millisecond):
-				e.svc.PollOnce(fixedMem{})
+				e.svc.PollOnce(fixedMem)
 			}
 		}
 	}()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/migpro/migpro/gpu/gputest"
 )
 
 // shortDir keeps socket paths under the 108-byte unix limit.
@@ -245,16 +247,6 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-type fakeMem map[string][2]uint64
-
-func (f fakeMem) InstanceMemory(u string) (uint64, uint64, error) {
-	m, ok := f[u]
-	if !ok {
-		return 0, 0, errors.New("no such instance")
-	}
-	return m[0], m[1], nil
-}
-
 func TestPollerAndExitedContainers(t *testing.T) {
 	alive := map[int]bool{10: true, 20: true, 30: true}
 	var mu sync.Mutex
@@ -275,7 +267,7 @@ func TestPollerAndExitedContainers(t *testing.T) {
 	mu.Lock()
 	delete(alive, 30) // "gone" exits after registering
 	mu.Unlock()
-	mem := fakeMem{"MIG-1": {100, 1000}, "MIG-2": {50, 500}}
+	mem := gputest.Memory{"MIG-1": {100, 1000}, "MIG-2": {50, 500}}
 	s.PollOnce(mem)
 	mem["MIG-1"] = [2]uint64{80, 1000}
 	s.PollOnce(mem)
@@ -435,7 +427,7 @@ func TestPruneOnlyVerifiedProcesses(t *testing.T) {
 	b := func(m Message) []byte { return Encode(make([]byte, WireSize), m) }
 	s.ingest(c, 0, b(Message{PID: 5, Seq: 1, Current: 10, Peak: 10}), false)  // unverified
 	s.ingest(c, 77, b(Message{PID: 6, Seq: 1, Current: 20, Peak: 20}), false) // verified, dead
-	s.PollOnce(fakeMem{"MIG-1": {1, 2}})
+	s.PollOnce(gputest.Memory{"MIG-1": {1, 2}})
 	if top := s.Top().Containers[0]; top.Processes != 1 || top.ShimBytes != 10 {
 		t.Fatalf("after prune: %+v", top)
 	}
@@ -471,7 +463,7 @@ func TestOnSampleOrderedPerContainer(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 200 {
-			s.PollOnce(fakeMem{"MIG-1": {1, 2}})
+			s.PollOnce(gputest.Memory{"MIG-1": {1, 2}})
 		}
 	}()
 	for i := 1; i <= 500; i++ {
