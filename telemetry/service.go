@@ -148,7 +148,8 @@ type Service struct {
 	realClock bool // cfg.now is time.Now, so ingest may reuse its clock read
 	st        stats
 	subs      atomic.Pointer[[]func(string, Sample)]
-	subMu     sync.Mutex // serialises OnSample writers; guards ends and failOpens
+	usageSubs atomic.Pointer[[]func(string, Usage)]
+	subMu     sync.Mutex // serialises OnSample and OnUsage writers; guards ends and failOpens
 	ends      []func(Registration, uint64)
 	failOpens []func(Registration, string)
 
@@ -205,10 +206,15 @@ func (s *Service) OnSample(fn func(containerID string, smp Sample)) {
 	s.subs.Store(&next)
 }
 
-func (s *Service) publish(id string, smp Sample) {
+func (s *Service) publish(id string, smp Sample, u Usage) {
 	if subs := s.subs.Load(); subs != nil {
 		for _, fn := range *subs {
 			fn(id, smp)
+		}
+	}
+	if subs := s.usageSubs.Load(); subs != nil {
+		for _, fn := range *subs {
+			fn(id, u)
 		}
 	}
 }
