@@ -17,6 +17,7 @@ import (
 
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
@@ -361,7 +362,7 @@ func TestMarkAfterTheContainerEndedIsDropped(t *testing.T) {
 // takes them over.
 func TestSubscribersBeforeOpenAreKept(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
-	a, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(e.pods), WithLogger(quiet()))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(e.pods), WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/migpro/migpro/gpu/gputest"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/hook/shimtest"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/telemetry"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
@@ -74,7 +75,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 	}
 	e.art, e.hookBin, e.migctl = shimArt, migproBin(t, "migpro-hook"), migproBin(t, "migctl")
 	// No pid check: deregistration must come from the poststop hook.
-	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")), telemetry.WithPIDCheck(nil))
+	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")), telemetry.WithPIDCheck(nil), telemetry.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package partitioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -103,9 +104,12 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.clock =
 // records); half-made ones (a GPU instance without its compute instance) are
 // rolled back.
 func New(node gpu.Node, opts ...Option) (*Partitioner, error) {
-	cfg := config{policy: DefaultPolicy, log: logrus.StandardLogger(), clock: time.Now}
+	cfg := config{policy: DefaultPolicy, clock: time.Now}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.log == nil {
+		return nil, errors.New("partitioner: no logger (WithLogger)")
 	}
 	p := &Partitioner{policy: cfg.policy, hooks: cfg.hooks, log: cfg.log, busy: cfg.busy, now: cfg.clock}
 	geos := map[string]*geometry.Geometry{} // computed once per GPU model

@@ -17,8 +17,8 @@ type fakeInventory struct {
 
 var _ Inventory = (*fakeInventory)(nil)
 
-// newfakeInventory advertises the given profiles, with no devices yet.
-func newfakeInventory(profiles ...string) *fakeInventory {
+// newFakeInventory advertises the given profiles, with no devices yet.
+func newFakeInventory(profiles ...string) *fakeInventory {
 	return &fakeInventory{profiles: slices.Clone(profiles), devices: map[string][]Device{}, changes: make(chan struct{}, 1)}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/migpro/migpro/defaults"
 
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/plugin/plugintest"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestKubeletRestartReRegisters(t *testing.T) {
 	dir := shortDir(t)
 	old := plugintest.StartKubelet(t, dir, 0)
-	inv := newfakeInventory("1g.10gb", "3g.40gb")
+	inv := newFakeInventory("1g.10gb", "3g.40gb")
 	inv.Put("1g.10gb", dev(uuidA, true))
 	m, _ := startManager(t, dir, inv)
 	for range 2 {
@@ -59,7 +60,7 @@ func TestKubeletRestartReRegisters(t *testing.T) {
 func TestKubeletSockRecreated(t *testing.T) {
 	dir := shortDir(t)
 	old := plugintest.StartKubelet(t, dir, 0)
-	m, _ := startManager(t, dir, newfakeInventory("1g.10gb", "3g.40gb"))
+	m, _ := startManager(t, dir, newFakeInventory("1g.10gb", "3g.40gb"))
 	old.WaitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
 	eventually(t, "registered", func() bool {
 		st := m.Status()
@@ -85,7 +86,7 @@ func TestPluginDirRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := plugintest.StartKubelet(t, dir, 0)
-	m, _ := startManager(t, dir, newfakeInventory("1g.5gb"))
+	m, _ := startManager(t, dir, newFakeInventory("1g.5gb"))
 	old.Next(t)
 	old.Stop()
 	// Delete the directory in one step (a plain rm -rf can race with the
@@ -113,7 +114,7 @@ func TestPluginDirRecreated(t *testing.T) {
 func TestRegistrationRetries(t *testing.T) {
 	dir := shortDir(t)
 	k := plugintest.StartKubelet(t, dir, 3)
-	m, _ := startManager(t, dir, newfakeInventory("1g.5gb"))
+	m, _ := startManager(t, dir, newFakeInventory("1g.5gb"))
 	k.Next(t)
 	if n := k.Attempts(); n != 4 {
 		t.Errorf("kubelet saw %d attempts, want 4 (3 refused + 1)", n)
@@ -135,7 +136,7 @@ func TestStaleKubeletSocket(t *testing.T) {
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close() // the socket file stays: stale
-	m, _ := startManager(t, dir, newfakeInventory("1g.5gb"))
+	m, _ := startManager(t, dir, newFakeInventory("1g.5gb"))
 	eventually(t, "a refused registration", func() bool {
 		st := m.Status()
 		return len(st) == 1 && st[0].Attempts >= 2 && strings.Contains(st[0].LastError, "connection refused")
@@ -153,7 +154,7 @@ func TestStaleKubeletSocket(t *testing.T) {
 func TestProfilesChange(t *testing.T) {
 	dir := shortDir(t)
 	k := plugintest.StartKubelet(t, dir, 0)
-	inv := newfakeInventory("1g.10gb")
+	inv := newFakeInventory("1g.10gb")
 	m, _ := startManager(t, dir, inv, WithDomain("example.org"))
 	if r := k.Next(t); r.ResourceName != "example.org/mig-1g.10gb" {
 		t.Fatalf("registration %+v", r)
@@ -176,7 +177,7 @@ func TestProfilesChange(t *testing.T) {
 func TestPluginSocketDeleted(t *testing.T) {
 	dir := shortDir(t)
 	k := plugintest.StartKubelet(t, dir, 0)
-	startManager(t, dir, newfakeInventory("1g.5gb"))
+	startManager(t, dir, newFakeInventory("1g.5gb"))
 	k.Next(t)
 	sock := filepath.Join(dir, "migpro-1g.5gb.sock")
 	if err := os.Remove(sock); err != nil {
@@ -196,7 +197,7 @@ func TestPluginSocketDeleted(t *testing.T) {
 func TestStopRemovesSockets(t *testing.T) {
 	dir := shortDir(t)
 	k := plugintest.StartKubelet(t, dir, 0)
-	_, stop := startManager(t, dir, newfakeInventory("1g.5gb", "7g.80gb"))
+	_, stop := startManager(t, dir, newFakeInventory("1g.5gb", "7g.80gb"))
 	k.Next(t)
 	k.Next(t)
 	if err := stop(); err != nil {
@@ -214,7 +215,7 @@ func TestStopRemovesSockets(t *testing.T) {
 
 func TestRunTwiceRefused(t *testing.T) {
 	dir := shortDir(t)
-	m, _ := startManager(t, dir, newfakeInventory("1g.5gb"))
+	m, _ := startManager(t, dir, newFakeInventory("1g.5gb"))
 	eventually(t, "serving", func() bool { st := m.Status(); return len(st) == 1 && st[0].Serving })
 	if err := m.Run(context.Background()); err == nil {
 		t.Error("second Run accepted")
@@ -222,16 +223,19 @@ func TestRunTwiceRefused(t *testing.T) {
 }
 
 func TestNewManagerRejectsBadConfig(t *testing.T) {
-	inv := newfakeInventory()
+	inv := newFakeInventory()
 	for name, opts := range map[string][]Option{
 		"empty dir":    {WithPluginDir("")},
 		"empty domain": {WithDomain("")},
 		"bad domain":   {WithDomain("Nvidia.com/x")},
 		"bad backoff":  {WithRegisterBackoff(0, 0)},
 	} {
-		if _, err := NewManager(inv, opts...); err == nil {
+		if _, err := NewManager(inv, append([]Option{WithLogger(quietlog.New())}, opts...)...); err == nil {
 			t.Errorf("%s accepted", name)
 		}
+	}
+	if _, err := NewManager(inv, WithPluginDir(t.TempDir())); err == nil {
+		t.Error("no logger accepted")
 	}
 	if _, err := NewManager(nil); err == nil {
 		t.Error("nil inventory accepted")

@@ -58,7 +58,7 @@ func recvList(t *testing.T, s grpc.ServerStreamingClient[v1beta1.ListAndWatchRes
 func TestRegisterAndListAndWatch(t *testing.T) {
 	dir := shortDir(t)
 	k := plugintest.StartKubelet(t, dir, 0)
-	inv := newfakeInventory("1g.10gb")
+	inv := newFakeInventory("1g.10gb")
 	startManager(t, dir, inv)
 
 	r := k.Next(t)
@@ -107,7 +107,7 @@ func TestRegisterAndListAndWatch(t *testing.T) {
 func TestAllocate(t *testing.T) {
 	dir := shortDir(t)
 	k := plugintest.StartKubelet(t, dir, 0)
-	inv := newfakeInventory("2g.20gb")
+	inv := newFakeInventory("2g.20gb")
 	inv.Put("2g.20gb", dev(uuidA, true))
 	inv.Put("2g.20gb", dev(uuidB, true))
 	inv.Put("2g.20gb", dev(uuidC, false))
@@ -197,7 +197,7 @@ func TestAllocate(t *testing.T) {
 func TestGetPreferredAllocation(t *testing.T) {
 	dir := shortDir(t)
 	k := plugintest.StartKubelet(t, dir, 0)
-	inv := newfakeInventory("1g.5gb")
+	inv := newFakeInventory("1g.5gb")
 	var asked string
 	prefer := func(profile string, available, must []string, size int) []string {
 		asked = profile

@@ -163,10 +163,13 @@ func New(opts ...Option) (*Service, error) {
 	cfg := config{
 		stateDir: DefaultStateDir, ringSize: DefaultRingSize, maxContainers: DefaultMaxContainers,
 		maxProcesses: DefaultMaxProcesses, rate: DefaultRate, burst: DefaultBurst,
-		log: logrus.StandardLogger(), pidAlive: procAlive, pidNS: ownPIDNamespace, pidNSOf: pidNamespaceOf,
+		pidAlive: procAlive, pidNS: ownPIDNamespace, pidNSOf: pidNamespaceOf,
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.log == nil {
+		return nil, errors.New("telemetry: no logger (WithLogger)")
 	}
 	if cfg.ringSize < 1 || cfg.maxContainers < 1 || cfg.maxProcesses < 1 || cfg.rate <= 0 || cfg.burst < 1 {
 		return nil, fmt.Errorf("telemetry: bounds must be positive (ring %d, containers %d, processes %d, rate %v, burst %v)",

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/migpro/migpro/gpu/gputest"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // shortDir keeps socket paths under the 108-byte unix limit.
@@ -30,7 +31,7 @@ func shortDir(t *testing.T) string {
 func newService(t *testing.T, opts ...Option) *Service {
 	t.Helper()
 	opts = append([]Option{WithStateDir(shortDir(t)), WithPIDCheck(nil)}, opts...)
-	s, err := New(opts...)
+	s, err := New(append([]Option{WithLogger(quietlog.New())}, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -297,7 +298,7 @@ func TestPollerAndExitedContainers(t *testing.T) {
 
 func TestRestoreRebindsSockets(t *testing.T) {
 	dir := shortDir(t)
-	s1, err := New(WithStateDir(dir), WithPIDCheck(nil))
+	s1, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestRestoreRebindsSockets(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "containers", "junk"), 0o755)
 	// A container that exited while the agent was down is cleaned up, not
 	// resurrected.
-	s0, err := New(WithStateDir(dir), WithPIDCheck(func(int) bool { return true }))
+	s0, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(func(int) bool { return true }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestRestoreRebindsSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0.Close()
-	s2, err := New(WithStateDir(dir), WithPIDCheck(func(pid int) bool { return pid == 3 }))
+	s2, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(func(pid int) bool { return pid == 3 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func TestFloodIsolation(t *testing.T) {
 // is longer than sun_path allows; the socket must still work.
 func TestLongSocketPath(t *testing.T) {
 	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
-	s, err := New(WithStateDir(deep), WithPIDCheck(nil))
+	s, err := New(WithLogger(quietlog.New()), WithStateDir(deep), WithPIDCheck(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
