@@ -30,7 +30,7 @@ func TestOpenWithoutLibrary(t *testing.T) {
 	if hostHasNVML() {
 		t.Skip("libnvidia-ml.so.1 is installed on this host")
 	}
-	n, err := nvmlgpu.Open()
+	n, err := nvmlgpu.Open(nvmlgpu.WithLogger(quietlog.New()))
 	if err == nil {
 		n.Close()
 		t.Fatal("Open succeeded without libnvidia-ml")
