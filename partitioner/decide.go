@@ -153,6 +153,7 @@ func (p *Partitioner) reuseOptions(profile string) []option {
 				continue
 			}
 			if c, ok := s.reuseCandidate(committed, r, weights[i], used); ok {
+				c.NoDemand = p.mix.none()
 				out = append(out, option{c: c, slot: s, at: r.Placement, reuse: r, group: -1})
 			}
 		}
@@ -182,6 +183,7 @@ func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []fl
 func (p *Partitioner) createOptions(profile string, reclaim bool) []option {
 	var out []option
 	group := 0
+	noDemand := p.mix.none()
 	weights := p.shapeWeights()
 	for i, s := range p.slots {
 		pr, ok := s.profiles[profile]
@@ -209,7 +211,7 @@ func (p *Partitioner) createOptions(profile string, reclaim bool) []option {
 				out = append(out, option{
 					c: Candidate{GPU: s.dev.Index(), Start: o.Placement.Start, Before: before, After: s.geo.Reachable(next),
 						UsedSlices: current.Slices, Destroys: len(skip), Loss: capBefore - s.geo.Capacity(next, weights[i]),
-						GPULoss: roomBefore - s.geo.Headroom(next, weights[i])},
+						GPULoss: roomBefore - s.geo.Headroom(next, weights[i]), NoDemand: noDemand},
 					slot: s, at: o.Placement, destroy: keys, group: group,
 				})
 			}
@@ -302,6 +304,7 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 				continue
 			}
 			if c, ok := s.reuseCandidate(committed, r, weights[i], used); ok {
+				c.NoDemand = p.mix.none()
 				list = append(list, scored{r.UUID, c})
 			}
 		}

@@ -36,9 +36,11 @@ func (p *Partitioner) freeOptions(profile string) []option {
 		used := s.state(nil).Slices
 		reach := s.geo.Reachable(committed)
 		capB, roomB := s.geo.Capacity(committed, weights[i]), s.geo.Headroom(committed, weights[i])
+		noDemand := p.mix.none()
 		score := func(after geometry.State, start, destroys int) Candidate {
 			return Candidate{GPU: s.dev.Index(), Start: start, Before: reach, After: s.geo.Reachable(after), UsedSlices: used,
-				Destroys: destroys, Loss: capB - s.geo.Capacity(after, weights[i]), GPULoss: roomB - s.geo.Headroom(after, weights[i])}
+				Destroys: destroys, Loss: capB - s.geo.Capacity(after, weights[i]), GPULoss: roomB - s.geo.Headroom(after, weights[i]),
+				NoDemand: noDemand}
 		}
 		for key := range idle {
 			r := s.records[key]
@@ -63,14 +65,25 @@ func (p *Partitioner) freeOptions(profile string) []option {
 	return out
 }
 
-// betterFree ranks an IdleAsFreePolicy's options: least lost headroom, then
-// least lost capacity, then reuse before create, then fewest destroyed,
-// then the policy's own order.
+// betterFree ranks an IdleAsFreePolicy's options: while nothing waits,
+// reuse before create; then least lost headroom, least lost capacity (both
+// only with a mix to weigh), reuse before create, fewest destroyed, then the
+// policy's own order.
 func (p *Partitioner) betterFree(a, b *option) bool {
-	if d := a.c.GPULoss - b.c.GPULoss; d < -lossEpsilon || d > lossEpsilon {
+	// While nothing waits, an idle instance of the profile is reused
+	// before another is made: a create costs NVML time the request
+	// waits for, for a better place no waiting request needs. With
+	// requests waiting, the losses decide (an idle instance in a
+	// waiting request's way is re-placed).
+	if (a.reuse != nil) != (b.reuse != nil) && p.mix.npend == 0 {
+		return a.reuse != nil
+	}
+	// With no mix to weigh the losses say nothing; the policy decides
+	// after destroys (Migpro then as Reachability).
+	if d := a.c.GPULoss - b.c.GPULoss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
 		return d < 0
 	}
-	if d := a.c.Loss - b.c.Loss; d < -lossEpsilon || d > lossEpsilon {
+	if d := a.c.Loss - b.c.Loss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
 		return d < 0
 	}
 	if (a.reuse != nil) != (b.reuse != nil) {

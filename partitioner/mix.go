@@ -70,6 +70,10 @@ func (d *mix) setPending(counts map[string]int) {
 	d.weights = nil
 }
 
+// none reports whether there is no mix to weigh: no request served and
+// none waiting. The migpro policy then places as reachability does.
+func (d *mix) none() bool { return d.total == 0 && d.npend == 0 }
+
 // of is how much profile is wanted: the prior, its share of the recent mix
 // and its share of the pending requests.
 func (d *mix) of(profile string) float64 {

@@ -2,15 +2,18 @@ package telemetry
 
 import "time"
 
-// Usage is a container's memory with both sources merged, as the predictor
-// reads it. The service publishes one with every sample (OnUsage), so a
-// subscriber keeps no copy of either source's state.
+// Usage is a container's memory with both sources side by side, as the
+// predictor's feed reads it. The service publishes one with every sample
+// (OnUsage), so a subscriber keeps no copy of either source's state; how far
+// to trust each source is the subscriber's call.
 type Usage struct {
 	// At is the sample's time; Since the container's first sample's.
 	At, Since time.Time
-	// UsedBytes is the higher of the two sources' latest figures: the
-	// shim's live driver allocations and the instance's used memory.
-	UsedBytes uint64
+	// ShimBytes and NVMLBytes are each source's latest figure: the shim's
+	// live driver allocations, the instance's used memory.
+	ShimBytes, NVMLBytes uint64
+	// ShimSeen says the shim has reported at all.
+	ShimSeen bool
 	// RequestedBytes and Allocs are the shim's latest (0 until it reports).
 	RequestedBytes, Allocs uint64
 }
@@ -24,7 +27,7 @@ func (c *container) merge(smp Sample) Usage {
 	if smp.Source == SourceShim {
 		c.lastShim = smp
 	}
-	return Usage{At: smp.At, Since: c.first, UsedBytes: max(c.lastShim.UsedBytes, c.nvmlUsed),
+	return Usage{At: smp.At, Since: c.first, ShimBytes: c.lastShim.UsedBytes, NVMLBytes: c.nvmlUsed, ShimSeen: !c.lastShim.At.IsZero(),
 		RequestedBytes: c.lastShim.RequestedBytes, Allocs: c.lastShim.Allocs}
 }
 

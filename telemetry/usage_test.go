@@ -8,9 +8,9 @@ import (
 	"github.com/migpro/migpro/gpu/gputest"
 )
 
-// Every sample, shim or NVML, publishes the container's merged usage: the
-// higher of the two sources' latest figures, the shim's latest requested
-// bytes and allocation count, and the time of the container's first sample.
+// Every sample, shim or NVML, publishes the container's usage: both
+// sources' latest figures, the shim's latest requested bytes and allocation
+// count, and the time of the container's first sample.
 // Registration answers what the container registered with.
 func TestUsageMergesBothSources(t *testing.T) {
 	s := newService(t)
@@ -43,10 +43,10 @@ func TestUsageMergesBothSources(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	want := []Usage{
-		{UsedBytes: 500},
-		{UsedBytes: 500, RequestedBytes: 300, Allocs: 4},
-		{UsedBytes: 800, RequestedBytes: 800, Allocs: 6},
-		{UsedBytes: 800, RequestedBytes: 800, Allocs: 6},
+		{NVMLBytes: 500},
+		{NVMLBytes: 500, ShimBytes: 300, ShimSeen: true, RequestedBytes: 300, Allocs: 4},
+		{NVMLBytes: 500, ShimBytes: 800, ShimSeen: true, RequestedBytes: 800, Allocs: 6},
+		{NVMLBytes: 200, ShimBytes: 800, ShimSeen: true, RequestedBytes: 800, Allocs: 6},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("usages %+v, want %d", got, len(want))
