@@ -68,7 +68,7 @@ func label(profile string) string {
 }
 
 func counterSetName(gpuIndex int) string { return fmt.Sprintf("gpu%d", gpuIndex) }
-func slotCounter(slot int) string       { return fmt.Sprintf("slot%d", slot) }
+func slotCounter(slot int) string        { return fmt.Sprintf("slot%d", slot) }
 func countCounter(profile string) string { return "count-" + label(profile) }
 
 // limitsCount reports whether a profile's instance count needs a counter of
@@ -306,7 +306,10 @@ func overlapsAny(p gpu.Placement, list []gpu.Placement) bool {
 func device(st state, p placement) resourceapi.Device {
 	g := gpuOf(st.gpus, p.gpu)
 	str := func(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: &s} }
-	num := func(n int) resourceapi.DeviceAttribute { v := int64(n); return resourceapi.DeviceAttribute{IntValue: &v} }
+	num := func(n int) resourceapi.DeviceAttribute {
+		v := int64(n)
+		return resourceapi.DeviceAttribute{IntValue: &v}
+	}
 	consumed := map[string]resourceapi.Counter{counterSlices: counter(p.profile.Slices)}
 	for s := p.at.Start; s < p.at.End(); s++ {
 		consumed[slotCounter(s)] = counter(1)

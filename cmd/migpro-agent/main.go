@@ -16,6 +16,7 @@ import (
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/dra"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin/podresources"
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.CapsDir, "nvidia-capabilities-dir", def.CapsDir, "where the host's /proc/driver/nvidia/capabilities is readable")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", agent.DefaultMetricsAddr, "address of /metrics, /healthz and /readyz; empty disables")
 	fs.BoolVar(&cfg.CleanupOnExit, "cleanup-on-exit", false, "on exit, destroy idle instances and remove migpro CDI specs (uninstall); in-use instances are left and reported")
+	draOn := fs.Bool("dra", false, "also serve the MIG instances as a DRA driver (resource.k8s.io/v1, driver migpro.dev) next to the device plugins; needs the API server (--kubeconfig or in-cluster)")
+	draRoot := fs.String("dra-kubelet-dir", "/var/lib/kubelet", "with --dra, the kubelet's root directory (holds plugins_registry/ and plugins/)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fs.String("log-format", "text", "log format: text or json")
 	cli.Parse(fs, args)
@@ -86,7 +89,11 @@ func run(ctx context.Context, args []string) error {
 	// New recovers the node's state and checks the API server (with its own
 	// 30 s timeout) to completion, so a signal during start-up ends the agent
 	// only once Run begins: ctx is what stops Run.
-	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(kube.New())} //nolint:contextcheck // see above
+	link := kube.New() //nolint:contextcheck // see above
+	if *draOn {
+		link = dra.Link(link, dra.WithKubeletRoot(*draRoot))
+	}
+	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(link)}
 	if *podRes != "" {
 		pr, err := podresources.New(podresources.WithSocket(*podRes), podresources.WithResourcePrefix(cfg.Domain+"/mig-"))
 		if err != nil {
