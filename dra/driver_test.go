@@ -35,7 +35,7 @@ const nodeName = "node-1"
 // DRA driver talks to, with the kubelet's side played by a gRPC client on
 // the driver's real socket.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	root string // the kubelet's root: short, for unix socket paths
 	node *simgpu.Node
@@ -48,7 +48,7 @@ type env struct {
 	client drapb.DRAPluginClient
 }
 
-func newEnv(t *testing.T, spec string) *env {
+func newEnv(t testing.TB, spec string) *env {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := os.MkdirTemp("", "dra")
@@ -85,11 +85,7 @@ func newEnv(t *testing.T, spec string) *env {
 func (e *env) start() {
 	t := e.t
 	t.Helper()
-	a, err := agent.New(e.cfg, agent.WithNode(e.node), agent.WithLogger(e.log),
-		agent.WithCluster(dra.Link(nil, dra.WithClient(e.cs), dra.WithKubeletRoot(e.root))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := e.open(agent.WithCluster(dra.Link(nil, dra.WithClient(e.cs), dra.WithKubeletRoot(e.root))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -116,7 +112,29 @@ func (e *env) start() {
 	waitFor(t, "the first ResourceSlices", func() bool { return len(e.slices()) > 0 })
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// open opens the agent on the env's GPUs and state without running it.
+func (e *env) open(opts ...agent.Option) *agent.Agent {
+	e.t.Helper()
+	a, err := agent.New(e.cfg, append([]agent.Option{agent.WithNode(e.node), agent.WithLogger(e.log)}, opts...)...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// sliceWrites counts the ResourceSlice creates and updates the fake API
+// server took.
+func (e *env) sliceWrites() int {
+	n := 0
+	for _, a := range e.cs.Actions() {
+		if a.GetResource().Resource == "resourceslices" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			n++
+		}
+	}
+	return n
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
