@@ -5,19 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
+	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/gpu"
-	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin"
 	"github.com/migpro/migpro/plugin/podresources"
@@ -34,13 +34,17 @@ type Assignments = podresources.Lister
 type Agent struct {
 	cfg  Config
 	log  logrus.FieldLogger
-	node gpu.Node
-	sim  *simgpu.Node // set when simulating: its root holds the simulated driver
-	part *partitioner.Partitioner
-	cdi  *cdi.Writer
-	ckpt *checkpointStore
-	inv  *inventory
-	pods Assignments
+	gpu  GPU
+	node gpu.Node // gpu.Node
+	// policy is the placement policy Config.Policy names.
+	policy partitioner.Policy
+	// opened is set once Open has succeeded.
+	opened bool
+	part   *partitioner.Partitioner
+	cdi    *cdi.Writer
+	ckpt   *checkpointStore
+	inv    *inventory
+	pods   Assignments
 	// watch is telemetry and prediction; nil when TelemetryDir is "off".
 	watch *watch
 	// cluster builds the link to a Kubernetes API server; nil: none.
@@ -68,9 +72,6 @@ type Agent struct {
 // Option adjusts an Agent for tests and embedding.
 type Option func(*Agent)
 
-// WithNode supplies the GPU node instead of opening NVML or a simulation.
-func WithNode(n gpu.Node) Option { return func(a *Agent) { a.node = n } }
-
 // WithAssignments supplies the kubelet's view of assigned devices.
 func WithAssignments(p Assignments) Option { return func(a *Agent) { a.pods = p } }
 
@@ -93,104 +94,113 @@ type ClusterFunc func(a *Agent) (Cluster, error)
 // WithCluster links the agent to a Kubernetes API server through f.
 func WithCluster(f ClusterFunc) Option { return func(a *Agent) { a.cluster = f } }
 
-// New opens the GPUs, rebuilds state (see recover.go) and returns an agent
-// ready to Run.
-func New(cfg Config, opts ...Option) (*Agent, error) {
-	a := &Agent{cfg: cfg.Defaults(), log: logrus.StandardLogger(), holders: map[string]Holder{},
+// GPU is the GPU node the agent runs on, and what its CDI specs need to
+// know of the node's driver. Package agent/gpunode opens one, real or
+// simulated; tests pass GPU{Node: n}. The agent never closes it: whoever
+// opened it does, after Run.
+type GPU struct {
+	gpu.Node
+	// NVML is the driver library the specs' driver part is read from; nil
+	// means the real driver's (whose MIG minors file nvcdi's MIG device
+	// edits read).
+	NVML nvml.Interface
+	// DriverRoot and DevRoot are where the node's driver files and device
+	// nodes are when Config leaves DriverRoot and DevRoot empty; empty here
+	// means / and the driver root.
+	DriverRoot, DevRoot string
+	// DriverEdits are container edits the specs carry along with the driver
+	// (the simulated driver's state directory); nil: none.
+	DriverEdits *specs.ContainerEdits
+	// NoDriverHint is added to the error logged when the specs can carry no
+	// driver, saying what to do about it.
+	NoDriverHint string
+}
+
+// New wires an agent over the node g, ready to Run. It does no I/O: Run
+// opens the state, the CDI specs and the partitioner, and recovers (see
+// Open). A logger is required (WithLogger).
+func New(cfg Config, g GPU, opts ...Option) (*Agent, error) {
+	if g.Node == nil {
+		return nil, errors.New("agent: no GPU node")
+	}
+	a := &Agent{cfg: cfg.Defaults(), gpu: g, node: g.Node, holders: map[string]Holder{},
 		cdiNames: map[string]string{}, unhealthy: map[string]bool{}, idleSince: map[string]time.Time{}, podOf: map[string]PodRef{},
 		pending: newPendingDemand()}
 	for _, o := range opts {
 		o(a)
+	}
+	if a.log == nil {
+		return nil, errors.New("agent: no logger (WithLogger)")
+	}
+	var err error
+	if a.policy, err = partitioner.PolicyByName(a.cfg.Policy); err != nil {
+		return nil, err
 	}
 	if a.registry == nil {
 		a.registry = prometheus.NewRegistry()
 		a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	a.metrics = newMetrics()
-	if err := a.openNode(); err != nil {
-		return nil, err
+	return a, nil
+}
+
+// Open does what New leaves to Run: the checkpoint's directory, the CDI
+// writer (with the driver's part of the specs), the partitioner over the
+// node, recovery (recover.go), telemetry and metrics. Run calls it first;
+// tests and embedders that drive the agent without serving call it
+// themselves. Once it has succeeded, it does nothing.
+func (a *Agent) Open(ctx context.Context) error {
+	if a.opened {
+		return nil
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = a.node.Close()
-		}
-	}()
 	var err error
 	if a.ckpt, err = newCheckpointStore(a.cfg.StateDir); err != nil {
-		return nil, err
-	}
-	if err := a.installSimDriver(); err != nil {
-		return nil, err
+		return err
 	}
 	cdiOpts, err := a.cdiOptions()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if a.cdi, err = cdi.NewWriter(cdiOpts...); err != nil {
-		return nil, err
-	}
-	policy, err := partitioner.PolicyByName(a.cfg.Policy)
-	if err != nil {
-		return nil, err
+		return err
 	}
 	a.inv = newInventory(a)
 	a.part, err = partitioner.New(timedNode{Node: a.node, m: a.metrics},
-		partitioner.WithPolicy(policy),
+		partitioner.WithPolicy(a.policy),
 		partitioner.WithCountedProfiles(a.cfg.Counted...),
 		partitioner.WithLogger(a.log),
 		partitioner.WithBusyCheck(a.busy),
 		partitioner.WithHooks(partitioner.Hooks{AfterCreate: a.afterCreate, AfterDestroy: a.afterDestroy, Changed: a.inv.signal}))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for prof := range a.cfg.WarmPool {
 		if !slices.Contains(a.part.Profiles(), prof) {
-			return nil, fmt.Errorf("warm pool: profile %q is not offered by this node (offered: %v)", prof, a.part.Profiles())
+			return fmt.Errorf("warm pool: profile %q is not offered by this node (offered: %v)", prof, a.part.Profiles())
 		}
 	}
-	if err := a.recover(context.Background()); err != nil {
-		return nil, fmt.Errorf("recover state: %w", err)
+	if err := a.recover(ctx); err != nil {
+		return fmt.Errorf("recover state: %w", err)
 	}
 	if a.cfg.TelemetryDir != TelemetryOff {
 		if err := a.startTelemetry(a.registry); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := a.metrics.register(a.registry, a); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return fmt.Errorf("metrics: %w", err)
 	}
-	ok = true
-	return a, nil
-}
-
-func (a *Agent) openNode() error {
-	if a.node != nil {
-		return nil
-	}
-	if a.cfg.Simulate == "" {
-		n, err := a.openNVML()
-		if err != nil {
-			return err
-		}
-		a.node = n
-		return nil
-	}
-	if err := os.MkdirAll(a.cfg.SimRoot, 0o755); err != nil {
-		return fmt.Errorf("simulated GPUs: %w", err)
-	}
-	n, err := simgpu.NewNode(a.cfg.Simulate, a.simOptions()...)
-	if err != nil {
-		return fmt.Errorf("simulated GPUs: %w", err)
-	}
-	a.node, a.sim = n, n
+	a.opened = true
 	return nil
 }
 
-// Run serves the plugins, the local API and the background loops until ctx
-// ends, then stops them and closes the GPUs.
+// Run opens the agent's state and recovers it (Open), then serves the
+// plugins, the local API and the background loops until ctx ends, and stops
+// them. The GPU node stays open for its owner to close.
 func (a *Agent) Run(ctx context.Context) error {
-	defer a.node.Close()
+	if err := a.Open(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 8) // one per goroutine started below, so none blocks

@@ -46,8 +46,11 @@ func newEnv(t testing.TB, spec string) *testEnv {
 
 func (e *testEnv) start(t testing.TB) *Agent {
 	t.Helper()
-	a, err := New(e.cfg, WithNode(e.node), WithAssignments(e.pods), WithLogger(quiet()))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(e.pods), WithLogger(quiet()))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return a

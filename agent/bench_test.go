@@ -70,7 +70,10 @@ func pluginClient(b testing.TB, a *Agent, profile string) v1beta1.DevicePluginCl
 func BenchmarkKubeletAllocate(b *testing.B) {
 	e := newEnv(b, "a100-40gb")
 	e.cfg.TelemetryDir = TelemetryOff
-	a, err := New(e.cfg, WithNode(e.node), WithLogger(quiet()))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithLogger(quiet()))
+	if err == nil {
+		err = a.Open(context.Background())
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,7 +103,10 @@ func BenchmarkKubeletAllocate(b *testing.B) {
 func BenchmarkDemandToAdvertised(b *testing.B) {
 	e := newEnv(b, "a100-40gb")
 	e.cfg.TelemetryDir = TelemetryOff
-	a, err := New(e.cfg, WithNode(e.node), WithLogger(quiet()))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithLogger(quiet()))
+	if err == nil {
+		err = a.Open(context.Background())
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

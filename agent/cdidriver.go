@@ -5,36 +5,33 @@ import (
 	"path/filepath"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/sirupsen/logrus"
-
-	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/gpu"
-	"github.com/migpro/migpro/gpu/simgpu"
 )
 
 // driverRoot is where the driver's libraries and binaries are found:
-// DriverRoot, else the simulated node's root when simulating, else /.
+// DriverRoot, else the node's own (the simulated root when simulating),
+// else /.
 func (a *Agent) driverRoot() string {
 	switch {
 	case a.cfg.DriverRoot != "":
 		return a.cfg.DriverRoot
-	case a.sim != nil:
-		return a.cfg.SimRoot
+	case a.gpu.DriverRoot != "":
+		return a.gpu.DriverRoot
 	default:
 		return cdi.DefaultDriverRoot
 	}
 }
 
 // devRoot is the directory holding dev/ with the driver's device nodes:
-// DevRoot, else the simulated node's (when simulating) or the driver root.
+// DevRoot, else the node's own (when simulating), else the driver root.
 func (a *Agent) devRoot() string {
 	if a.cfg.DevRoot != "" {
 		return a.cfg.DevRoot
 	}
-	if a.sim != nil {
-		return filepath.Dir(a.node.Paths().DevDir)
+	if a.gpu.DevRoot != "" {
+		return a.gpu.DevRoot
 	}
 	return a.driverRoot()
 }
@@ -50,23 +47,6 @@ func (a *Agent) specPaths() gpu.DriverPaths {
 	return p
 }
 
-// installSimDriver lays the simulated driver's user space (the stubs in
-// SimDriver) out under the driver root, for SimDriverVersion, before the
-// specs are written: migpro-agent --simulate's specs carry the driver with
-// no manual step.
-func (a *Agent) installSimDriver() error {
-	if a.sim == nil || a.cfg.SimDriver == "" {
-		return nil
-	}
-	root := a.driverRoot()
-	if err := simgpu.InstallDriver(root, a.cfg.SimDriver, a.cfg.SimDriverVersion); err != nil {
-		return fmt.Errorf("simulated driver: %w", err)
-	}
-	a.log.WithFields(logrus.Fields{"driver_root": root, "driver_version": a.cfg.SimDriverVersion, "stubs": a.cfg.SimDriver}).
-		Info("simulated driver installed")
-	return nil
-}
-
 // cdiDriver makes the driver's part of the CDI specs (see docs/cdi.md) from
 // the agent's own NVML: the simulated one when simulating, the real one
 // otherwise.
@@ -80,11 +60,9 @@ func (a *Agent) installSimDriver() error {
 // device nodes only, and containers need the driver from elsewhere (their
 // image, or NVIDIA's runtime).
 func (a *Agent) cdiDriver() (cdi.Driver, error) {
-	var lib nvml.Interface
+	lib := a.gpu.NVML
 	deviceEdits := false
-	if a.sim != nil {
-		lib = a.sim.Lib()
-	} else {
+	if lib == nil {
 		lib = nvml.New()
 		// nvcdi's MIG device edits need the driver's MIG minors file, which
 		// only a real driver has.
@@ -111,8 +89,8 @@ func (a *Agent) cdiDriver() (cdi.Driver, error) {
 			driverRoot, err, carrying, a.cfg.CDISpecDir)
 	}
 	msg := "CDI specs will carry no NVIDIA driver (device nodes only): containers get no libcuda or nvidia-smi from migpro"
-	if a.sim != nil && a.cfg.SimDriver == "" {
-		msg += "; no simulated driver was installed (build the stubs with `make simdriver`, or pass --sim-driver DIR)"
+	if a.gpu.NoDriverHint != "" {
+		msg += "; " + a.gpu.NoDriverHint
 	}
 	log.WithError(err).Error(msg)
 	return nil, nil
@@ -133,16 +111,4 @@ func (a *Agent) specsCarryingDriver() (int, error) {
 		}
 	}
 	return n, err
-}
-
-// simDriverEdits give a container the simulated driver's state directory,
-// read-write: the stub libcuda and nvidia-smi find their instance there and
-// report their allocations through it, as a real driver's user space talks
-// to the kernel driver.
-func simDriverEdits(simRoot string) specs.ContainerEdits {
-	return specs.ContainerEdits{Mounts: []*specs.Mount{{
-		HostPath:      filepath.Join(simRoot, simgpu.StateDirName),
-		ContainerPath: simgpu.ContainerStateDir,
-		Options:       []string{"rbind", "rw", "nosuid", "nodev"},
-	}}}
 }

@@ -60,7 +60,10 @@ func TestCorruptCheckpointSetAsideAndRecovered(t *testing.T) {
 	var logs bytes.Buffer
 	l := logrus.New()
 	l.SetOutput(&logs)
-	b, err := New(e.cfg, WithNode(e.node), WithAssignments(e.pods), WithLogger(l))
+	b, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(e.pods), WithLogger(l))
+	if err == nil {
+		err = b.Open(context.Background())
+	}
 	if err != nil {
 		t.Fatalf("agent refused to start on a corrupt checkpoint: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/defaults"
-	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/predictor"
 )
@@ -29,7 +28,7 @@ type Config struct {
 	// so the specs carry the simulated driver. Empty installs nothing.
 	SimDriver string
 	// SimDriverVersion is the driver version the simulated NVML reports and
-	// the stubs are installed as (default simgpu.DriverVersion); changing it
+	// the stubs are installed as (default: the simulated GPU's own); changing it
 	// between starts plays a driver upgrade.
 	SimDriverVersion string
 
@@ -138,7 +137,6 @@ func (c Config) Defaults() Config {
 	if c.SimRoot == "" {
 		c.SimRoot = c.StateDir + "/sim"
 	}
-	set(&c.SimDriverVersion, simgpu.DriverVersion)
 	if c.TrackEvery == 0 {
 		c.TrackEvery = 5 * time.Second
 	}

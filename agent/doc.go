@@ -1,5 +1,6 @@
 // Package agent wires migpro's node daemon together: the partitioner over the
-// node's GPUs (real or simulated), a CDI spec per instance, one kubelet device
+// GPU node it is given (GPU; package agent/gpunode opens a real or simulated
+// one), a CDI spec per instance, one kubelet device
 // plugin per profile, a local API on a unix socket for migctl, podman and
 // containerd users, a checkpoint so a restart disturbs nothing, use tracking
 // through the kubelet's PodResources API, Xid health, and an HTTP endpoint
@@ -12,6 +13,11 @@
 // predictor; subscribers hear of its marks (OnMark) and of every
 // container's end with its peak (OnContainerEnd), which the cluster link
 // (agent/kube) turns into readmission and moving down.
+//
+// New only wires the parts; Run (through Open) makes the state directory and
+// the CDI writer, builds the partitioner, recovers (recover.go) and starts
+// telemetry before it serves. The local API's answers are client's wire
+// types, converted from the partitioner's and predictor's (wire.go).
 //
 // Ordering rules it keeps (docs/design.md, "The flow"):
 //   - a spec is written before its instance is advertised, and removed only

@@ -3,14 +3,12 @@ package agent
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"time"
 
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/cdi"
-	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/partitioner"
 )
@@ -18,11 +16,6 @@ import (
 // ownerKubelet marks instances the kubelet allocated; PodResources later
 // says to which pod.
 const ownerKubelet = "kubelet"
-
-func (a *Agent) simOptions() []simgpu.Option {
-	return []simgpu.Option{simgpu.WithSeed(a.cfg.Seed), simgpu.WithRoot(a.cfg.SimRoot),
-		simgpu.WithStateFile(filepath.Join(a.cfg.SimRoot, "driver-state.json")), simgpu.WithDriverVersion(a.cfg.SimDriverVersion)}
-}
 
 func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 	opts := []cdi.Option{cdi.WithSpecDir(a.cfg.CDISpecDir), cdi.WithKind(a.cfg.CDIKind), cdi.WithLogger(a.log)}
@@ -36,8 +29,8 @@ func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 	}
 	if d != nil {
 		opts = append(opts, cdi.WithDriver(d))
-		if a.sim != nil {
-			opts = append(opts, cdi.WithExtraEdits(simDriverEdits(a.cfg.SimRoot)))
+		if a.gpu.DriverEdits != nil {
+			opts = append(opts, cdi.WithExtraEdits(*a.gpu.DriverEdits))
 		}
 	}
 	return opts, nil

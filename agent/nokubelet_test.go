@@ -29,7 +29,7 @@ func TestNoKubeletAllocAndFreeWithDefaults(t *testing.T) {
 	defer pr.Close()
 	log, hook := test.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
-	a, err := New(e.cfg, WithNode(e.node), WithAssignments(pr), WithLogger(log))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(pr), WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestCleanupOnExitReportsInstancesLeftInUse(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	e.cfg.CleanupOnExit = true
 	log, hook := test.NewNullLogger()
-	a, err := New(e.cfg, WithNode(e.node), WithLogger(log))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,12 +113,13 @@ func (a *Agent) uuidOfCDIDevice(dev string) string {
 
 // Status describes every GPU and instance.
 func (a *Agent) Status() client.Status {
-	st := client.Status{GPUs: a.part.GPUs(), Pending: a.PendingDemand(), Reserved: a.reservationStatus()}
+	st := client.Status{GPUs: wireGPUs(a.part.GPUs()), Pending: a.PendingDemand(), Reserved: wireReservation(a.reservationStatus())}
 	insts := a.part.Instances()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, in := range insts {
-		si := client.StatusInstance{Instance: in, CDIName: a.cdiNames[in.UUID], Healthy: a.healthyLocked(in)}
+		si := wireInstance(in)
+		si.CDIName, si.Healthy = a.cdiNames[in.UUID], a.healthyLocked(in)
 		if p, ok := a.podOf[in.UUID]; ok {
 			si.Pod = p.String()
 		}

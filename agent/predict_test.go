@@ -244,7 +244,7 @@ func TestPredictorNotStartedWarnsOnce(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	e.cfg.PollEvery = time.Hour // only the shim's samples count here
 	log, hook := test.NewNullLogger()
-	a, err := New(e.cfg, WithNode(e.node), WithAssignments(e.pods), WithLogger(log))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(e.pods), WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -274,12 +274,12 @@ func (w *watch) profileSizes(gpu int) []estimator.ProfileSize {
 }
 
 // Marks returns the containers marked so far, by container id.
-func (w *watch) Marks() map[string]predictor.Decision {
+func (w *watch) Marks() map[string]client.Mark {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make(map[string]predictor.Decision, len(w.marks))
+	out := make(map[string]client.Mark, len(w.marks))
 	for k, v := range w.marks {
-		out[k] = v
+		out[k] = wireMark(v)
 	}
 	return out
 }

@@ -12,8 +12,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
@@ -58,8 +56,8 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 }
 
 // Marks reads the predictor's marks, by container id.
-func (c *Client) Marks(ctx context.Context) (map[string]predictor.Decision, error) {
-	var m map[string]predictor.Decision
+func (c *Client) Marks(ctx context.Context) (map[string]Mark, error) {
+	var m map[string]Mark
 	err := c.do(ctx, http.MethodGet, PathMarks, nil, &m)
 	return m, err
 }
@@ -143,7 +141,7 @@ func answerError(resp *http.Response, body []byte) error {
 	case http.StatusConflict:
 		return &answer{msg: e.Error, kind: ErrConflict}
 	case http.StatusNotFound:
-		return &answer{msg: e.Error, kind: partitioner.ErrUnknownInstance}
+		return &answer{msg: e.Error, kind: ErrUnknownInstance}
 	case http.StatusBadRequest:
 		return &BadRequestError{e.Error}
 	}
@@ -165,6 +163,9 @@ func (a *answer) Unwrap() error { return a.kind }
 type BadRequestError struct{ Msg string }
 
 func (b *BadRequestError) Error() string { return b.Msg }
+
+// ErrUnknownInstance marks a 404 answer: no instance has that name.
+var ErrUnknownInstance = errors.New("no such instance")
 
 // ErrConflict marks answers that mean "not now": must wait, or in use.
 var ErrConflict = errors.New("conflict")

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/client"
-	"github.com/migpro/migpro/partitioner"
 )
 
 // serve answers the local API's paths with fixed error answers on a unix
@@ -47,8 +46,8 @@ func TestErrorAnswers(t *testing.T) {
 	ctx := context.Background()
 
 	err := c.Free(ctx, "MIG-x")
-	if !errors.Is(err, partitioner.ErrUnknownInstance) || err.Error() != "free MIG-x: no such instance" {
-		t.Errorf("Free: %q (unknown instance: %v), want the agent's line once", err, errors.Is(err, partitioner.ErrUnknownInstance))
+	if !errors.Is(err, client.ErrUnknownInstance) || err.Error() != "free MIG-x: no such instance" {
+		t.Errorf("Free: %q (unknown instance: %v), want the agent's line once", err, errors.Is(err, client.ErrUnknownInstance))
 	}
 	_, err = c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb"})
 	if !errors.Is(err, client.ErrConflict) || err.Error() != "alloc 7g.40gb: must wait" {

@@ -216,13 +216,13 @@ func (p *Partitioner) Instances() []Instance {
 
 // GPU describes one GPU for status pictures.
 type GPU struct {
-	Index     int    `json:"index"`
-	Model     string `json:"model"`
-	UUID      string `json:"uuid"`
-	Slots     int    `json:"slots"`
-	Slices    int    `json:"slices"`
-	Reachable int    `json:"reachable"`
-	Maximal   int    `json:"maximal"`
+	Index     int
+	Model     string
+	UUID      string
+	Slots     int
+	Slices    int
+	Reachable int
+	Maximal   int
 }
 
 // GPUs describes every GPU with its current reachability.

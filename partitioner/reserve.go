@@ -15,10 +15,10 @@ import (
 // outside it (backfill). It is how a large request that keeps losing to a
 // stream of small ones stops starving.
 type Reservation struct {
-	GPU     int    `json:"gpu"`
-	Profile string `json:"profile"`
+	GPU     int
+	Profile string
 	// Placement is the slots held; nil holds the whole GPU.
-	Placement *gpu.Placement `json:"placement,omitempty"`
+	Placement *gpu.Placement
 }
 
 // Reserve sets the reservation (nil clears it). The GPU must exist and offer

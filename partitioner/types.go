@@ -25,11 +25,11 @@ const (
 // Instance is the partitioner's record of one MIG instance.
 type Instance struct {
 	gpu.Instance
-	Profile string `json:"profile"`
-	State   State  `json:"state"`
+	Profile string
+	State   State
 	// Owner says who holds an in-use instance (an allocation, a pod, a
 	// container); empty when idle.
-	Owner string `json:"owner,omitempty"`
+	Owner string
 }
 
 func (i Instance) String() string {
@@ -46,11 +46,11 @@ const (
 
 // Step is one action: destroy the instance GIID, or create Profile at Placement.
 type Step struct {
-	Kind      StepKind      `json:"kind"`
-	GPU       int           `json:"gpu"`
-	Profile   string        `json:"profile"`
-	Placement gpu.Placement `json:"placement"`
-	GIID      int           `json:"gi,omitempty"` // for destroy
+	Kind      StepKind
+	GPU       int
+	Profile   string
+	Placement gpu.Placement
+	GIID      int // for destroy
 }
 
 func (s Step) String() string {

@@ -31,7 +31,18 @@ func (a *AgentClient) Free(ctx context.Context, name string) error { return a.c.
 
 // Marks reads GET /v1/marks.
 func (a *AgentClient) Marks(ctx context.Context) (map[string]predictor.Decision, error) {
-	return a.c.Marks(ctx)
+	m, err := a.c.Marks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]predictor.Decision, len(m))
+	for id, w := range m {
+		out[id] = predictor.Decision{
+			Reason: predictor.Reason(w.Reason), At: w.At, Samples: w.Samples, Forecast: w.Forecast, Confidence: w.Confidence,
+			Horizon: w.Horizon, TimeToOOM: w.TimeToOOM, Profile: w.Profile, Fits: w.Fits,
+		}
+	}
+	return out, nil
 }
 
 // Usage finds a container in GET /v1/top.

@@ -46,8 +46,11 @@ func (e *env) open(t *testing.T, opts ...agent.Option) *agent.Agent {
 	t.Helper()
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
-	opts = append([]agent.Option{agent.WithNode(e.node), agent.WithAssignments(podresourcestest.NewFake()), agent.WithLogger(quiet)}, opts...)
-	a, err := agent.New(e.cfg, opts...)
+	opts = append([]agent.Option{agent.WithAssignments(podresourcestest.NewFake()), agent.WithLogger(quiet)}, opts...)
+	a, err := agent.New(e.cfg, agent.GPU{Node: e.node}, opts...)
+	if err == nil {
+		err = a.Open(context.Background())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

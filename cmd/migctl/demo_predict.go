@@ -31,12 +31,13 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 	if err != nil {
 		return err
 	}
+	defer node.Close()
 	a, err := agent.New(agent.Config{Socket: filepath.Join(dir, "agent.sock"), StateDir: filepath.Join(dir, "state"),
 		CDISpecDir: filepath.Join(dir, "cdi"), TelemetryDir: filepath.Join(dir, "run"), PollEvery: 20 * time.Millisecond,
 		// The demo plays minutes of growth in four seconds: the predictor's
 		// time bins shrink with it (the agent's own are 2 s).
 		Predictor: func(c predictor.Config) predictor.Config { c.Bin = 0.02; return c }},
-		agent.WithNode(node), agent.WithLogger(quietLogger()))
+		agent.GPU{Node: node}, agent.WithLogger(quietLogger()))
 	if err != nil {
 		return err
 	}

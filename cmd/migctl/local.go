@@ -12,7 +12,6 @@ import (
 
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/defaults"
-	"github.com/migpro/migpro/partitioner"
 )
 
 func init() {
@@ -108,7 +107,7 @@ func runFree(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	err := client.New(*socket).Free(ctx, fs.Arg(0))
-	if errors.Is(err, partitioner.ErrUnknownInstance) {
+	if errors.Is(err, client.ErrUnknownInstance) {
 		return usageError{err}
 	}
 	return err

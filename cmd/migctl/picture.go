@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -63,11 +64,19 @@ func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instan
 
 // drawStatus draws the layouts of an agent's status answer.
 func drawStatus(w io.Writer, st client.Status) {
+	gpus := make([]partitioner.GPU, len(st.GPUs))
+	for i, g := range st.GPUs {
+		gpus[i] = partitioner.GPU{Index: g.Index, Model: g.Model, UUID: g.UUID, Slots: g.Slots, Slices: g.Slices, Reachable: g.Reachable, Maximal: g.Maximal}
+	}
 	insts := make([]partitioner.Instance, len(st.Instances))
 	for i, in := range st.Instances {
-		insts[i] = in.Instance
+		insts[i] = partitioner.Instance{
+			Instance: gpu.Instance{GPU: in.GPU, GIID: in.GIID, CIID: in.CIID, ProfileID: in.ProfileID,
+				Placement: gpu.Placement{Start: in.Placement.Start, Size: in.Placement.Size}, UUID: in.UUID},
+			Profile: in.Profile, State: partitioner.State(in.State), Owner: in.Owner,
+		}
 	}
-	drawLayouts(w, st.GPUs, insts)
+	drawLayouts(w, gpus, insts)
 }
 
 func instanceAt(insts []partitioner.Instance, slot int) (partitioner.Instance, bool) {

@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/agent/gpunode"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/runner"
 )
@@ -30,16 +31,21 @@ func runAgent(t *testing.T) string {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	a, err := agent.New(agent.Config{Simulate: "a100-40gb", StateDir: filepath.Join(dir, "state"),
+	cfg := agent.Config{Simulate: "a100-40gb", StateDir: filepath.Join(dir, "state"),
 		Socket: filepath.Join(dir, "a.sock"), CDISpecDir: filepath.Join(dir, "cdi"), CDIKind: "migctl-run-test.dev/mig",
-		TelemetryDir: filepath.Join(dir, "run")}, agent.WithLogger(log))
+		TelemetryDir: filepath.Join(dir, "run")}
+	g, err := gpunode.Open(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(cfg, g, agent.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; os.RemoveAll(dir) })
+	t.Cleanup(func() { cancel(); <-done; g.Close(); os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "a.sock")
 	c := client.New(sock)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -13,6 +13,7 @@ import (
 	"github.com/migpro/migpro/internal/cli"
 
 	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/agent/gpunode"
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/defaults"
@@ -86,10 +87,7 @@ func run(ctx context.Context, args []string) error {
 	if cfg.WarmPool, err = agent.ParseWarmPool(*warm); err != nil {
 		return fmt.Errorf("--warm-pool: %w", err)
 	}
-	// New recovers the node's state and checks the API server (with its own
-	// 30 s timeout) to completion, so a signal during start-up ends the agent
-	// only once Run begins: ctx is what stops Run.
-	link := kube.New() //nolint:contextcheck // see above
+	link := kube.New()
 	if *draOn {
 		link = dra.Link(link, dra.WithKubeletRoot(*draRoot))
 	}
@@ -102,10 +100,17 @@ func run(ctx context.Context, args []string) error {
 		defer pr.Close()
 		opts = append(opts, agent.WithAssignments(pr))
 	}
-	a, err := agent.New(cfg, opts...) //nolint:contextcheck // see above
+	g, err := gpunode.Open(cfg, log)
 	if err != nil {
 		return err
 	}
+	defer g.Close()
+	a, err := agent.New(cfg, g, opts...)
+	if err != nil {
+		return err
+	}
+	// Run recovers the node's state before it serves, and stops when ctx
+	// (a signal) ends.
 	return a.Run(ctx)
 }
 

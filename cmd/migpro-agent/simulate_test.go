@@ -16,7 +16,6 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
-	"github.com/migpro/migpro/partitioner"
 )
 
 var (
@@ -297,7 +296,7 @@ func TestRestartAfterDriverUpgrade(t *testing.T) {
 	}
 	var kept bool
 	for _, i := range st.Instances {
-		kept = kept || (i.UUID == in.UUID && i.State == partitioner.InUse && i.Owner == "local:job-1" && i.CDIName == in.CDIName)
+		kept = kept || (i.UUID == in.UUID && i.State == client.StateInUse && i.Owner == "local:job-1" && i.CDIName == in.CDIName)
 	}
 	if !kept {
 		t.Errorf("instance %s is not in use by job-1 after the restart: %+v", in.UUID, st.Instances)

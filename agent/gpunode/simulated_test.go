@@ -1,7 +1,8 @@
-package agent
+package gpunode_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,25 +10,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
+	"github.com/migpro/migpro/agent"
+	"github.com/migpro/migpro/agent/gpunode"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
 )
 
-// simulatedAgent starts an agent on a simulated A100 (Config.Simulate, the
-// way migpro-agent --simulate does), with the simulated driver's files
-// installed under its root when withDriver is set, and allocates a 1g.5gb.
-// It returns the instance's spec as a runtime reads it.
-func simulatedAgent(t *testing.T, withDriver bool) (*cdiapi.Spec, Config) {
+// simulatedAgent runs an agent on a simulated A100 opened by gpunode.Open
+// (Config.Simulate, the way migpro-agent --simulate does), with the
+// simulated driver's files installed under its root when withDriver is set,
+// and allocates a 1g.5gb through the local API. It returns the instance's
+// spec as a runtime reads it.
+func simulatedAgent(t *testing.T, withDriver bool) (*cdiapi.Spec, agent.Config) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the simulated GPU's device nodes need root")
 	}
 	dir := t.TempDir()
-	cfg := Config{Simulate: "a100-40gb", SimRoot: filepath.Join(dir, "sim"), StateDir: filepath.Join(dir, "state"),
-		CDISpecDir: filepath.Join(dir, "cdi"), Socket: filepath.Join(dir, "a.sock"), TelemetryDir: TelemetryOff,
+	cfg := agent.Config{Simulate: "a100-40gb", SimRoot: filepath.Join(dir, "sim"), StateDir: filepath.Join(dir, "state"),
+		CDISpecDir: filepath.Join(dir, "cdi"), Socket: filepath.Join(dir, "a.sock"), TelemetryDir: agent.TelemetryOff,
 		AssignGrace: time.Nanosecond, NVIDIACDIHookPath: "/opt/test/nvidia-cdi-hook"}
 	if withDriver {
 		stubs, err := simdrivertest.Build(filepath.Join(dir, "stubs"))
@@ -38,24 +43,48 @@ func simulatedAgent(t *testing.T, withDriver bool) (*cdiapi.Spec, Config) {
 			t.Fatal(err)
 		}
 	}
-	a, err := New(cfg, WithLogger(quiet()))
+	g, err := gpunode.Open(cfg, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.node.Close() })
-	resp, err := a.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb", Owner: "me"})
+	a, err := agent.New(cfg, g, agent.WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := a.cdi.SpecPath(resp.UUID)
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent run: %v", err)
+		}
+		g.Close()
+	})
+	c := client.New(cfg.Socket)
+	var resp client.AllocResponse
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if resp, err = c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb", Owner: "me"}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("alloc: %v", err)
+		}
 	}
-	s, err := cdiapi.ReadSpec(path, 0)
+	paths, err := filepath.Glob(filepath.Join(cfg.CDISpecDir, "*.json"))
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("spec files %v (%v), want the one of %s", paths, err, resp.UUID)
+	}
+	s, err := cdiapi.ReadSpec(paths[0], 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, cfg
+}
+
+func quietLog() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
 }
 
 // With the simulated driver installed under the simulated node's root (the

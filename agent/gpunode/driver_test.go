@@ -1,11 +1,16 @@
-package agent
+package gpunode
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/sirupsen/logrus"
+
+	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/gpu"
 )
 
@@ -26,12 +31,18 @@ func TestFindNVMLUnderDriverRoot(t *testing.T) {
 	}
 }
 
-// With a driver root that holds no library, New fails in one line naming
+// With a driver root that holds no library, Open fails in one line naming
 // the root, before NVML is touched.
-func TestNewWithDriverRootWithoutLibrary(t *testing.T) {
+func TestOpenWithDriverRootWithoutLibrary(t *testing.T) {
 	root := t.TempDir()
-	_, err := New(Config{DriverRoot: root, StateDir: t.TempDir()}, WithLogger(quiet()))
-	if err == nil || !errors.Is(err, gpu.ErrNoLibrary) {
-		t.Fatalf("New: %v, want ErrNoLibrary naming %s", err, root)
+	_, err := Open(agent.Config{DriverRoot: root, StateDir: t.TempDir()}, quiet())
+	if err == nil || !errors.Is(err, gpu.ErrNoLibrary) || !strings.Contains(err.Error(), root) {
+		t.Fatalf("Open: %v, want ErrNoLibrary naming %s", err, root)
 	}
+}
+
+func quiet() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
 }
