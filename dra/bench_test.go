@@ -35,6 +35,9 @@ func BenchmarkChurn(b *testing.B) {
 	}
 	big := newEnv(b, "a100-40gb:8")
 	a := big.open()
+	if err := a.Open(b.Context()); err != nil {
+		b.Fatal(err)
+	}
 	for g := 0; g < 4; g++ {
 		if _, _, err := a.Partitioner().AllocateAt(b.Context(), "2g.10gb", &partitioner.Pin{GPU: g, Start: 2}, "kubelet"); err != nil {
 			b.Fatal(err)

@@ -112,10 +112,10 @@ func (e *env) start() {
 	waitFor(t, "the first ResourceSlices", func() bool { return len(e.slices()) > 0 })
 }
 
-// open opens the agent on the env's GPUs and state without running it.
+// open wires the agent on the env's GPUs and state; Run opens it.
 func (e *env) open(opts ...agent.Option) *agent.Agent {
 	e.t.Helper()
-	a, err := agent.New(e.cfg, append([]agent.Option{agent.WithNode(e.node), agent.WithLogger(e.log)}, opts...)...)
+	a, err := agent.New(e.cfg, agent.GPU{Node: e.node}, append([]agent.Option{agent.WithLogger(e.log)}, opts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -467,11 +467,7 @@ func TestNoDRAOnTheClusterIsOneLineNotACrash(t *testing.T) {
 	e.cs.Resources = nil
 	hook := &lines{}
 	e.log.AddHook(hook)
-	a, err := agent.New(e.cfg, agent.WithNode(e.node), agent.WithLogger(e.log),
-		agent.WithCluster(dra.Link(nil, dra.WithClient(e.cs), dra.WithKubeletRoot(e.root))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := e.open(agent.WithCluster(dra.Link(nil, dra.WithClient(e.cs), dra.WithKubeletRoot(e.root))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
