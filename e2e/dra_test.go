@@ -217,12 +217,13 @@ func TestDRAClaims(t *testing.T) {
 		t.Errorf("second claim's instance at slot %d, migpro would put it at %d", second.Placement.Start, want[1])
 	}
 
-	// By memory: at least 10 GiB is a 1g.10gb, the smallest that holds it.
-	n.claimTemplate(t, "mig-10gi", resourceapi.DeviceRequest{Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "mig.migpro.dev",
-		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.capacity["migpro.dev"].memory.compareTo(quantity("10Gi")) >= 0`}}}}})
-	n.runPods(t, claimPod("mem", "mig-10gi"))
+	// By memory: at least 9 GiB is a 1g.10gb, the smallest that holds it
+	// (NVML reports under 10 GiB for a "10gb" profile).
+	n.claimTemplate(t, "mig-9gi", resourceapi.DeviceRequest{Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "mig.migpro.dev",
+		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.capacity["migpro.dev"].memory.compareTo(quantity("9Gi")) >= 0`}}}}})
+	n.runPods(t, claimPod("mem", "mig-9gi"))
 	if in := instanceOf(t, n.a, podMIGs(t, n.cl, "mem")[0]); in.Profile != "1g.10gb" {
-		t.Errorf("a claim for >= 10Gi got %s, want 1g.10gb", in.Profile)
+		t.Errorf("a claim for >= 9Gi got %s, want 1g.10gb", in.Profile)
 	}
 
 	// firstAvailable: a 2g.10gb, else a 3g.20gb.
