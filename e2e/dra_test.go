@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -159,8 +160,12 @@ func (n *draNode) deletePods(t *testing.T, names ...string) {
 		}
 	}
 	eventually(t, "the pods gone", 60*time.Second, func() bool {
-		l, err := n.cl.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
+		for _, name := range names {
+			if _, err := n.cl.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false
+			}
+		}
+		return true
 	})
 }
 
