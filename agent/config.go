@@ -64,6 +64,12 @@ type Config struct {
 	// driver root elsewhere (empty: DriverRoot itself).
 	HostDriverRoot    string
 	NVIDIACDIHookPath string
+	// NVIDIACDIHookCheck is where the agent itself sees NVIDIACDIHookPath,
+	// to check at start that it exists (empty: NVIDIACDIHookPath; an agent
+	// in a container sees the host's file under a mount). When it does not
+	// exist, or NVIDIACDIHookPath is "none", the specs leave NVIDIA's hooks
+	// out (see ResolveCDIHook).
+	NVIDIACDIHookCheck string
 
 	// PluginDir is the kubelet's device-plugin directory; empty turns the
 	// device plugins off (podman/containerd-only hosts).
@@ -81,6 +87,9 @@ type Config struct {
 	Policy string
 	// Counted restricts the profiles reachability counts (default all).
 	Counted []string
+	// Profiles is the admin's allow-list: the only profiles the agent
+	// creates and advertises (default: every profile the GPUs offer).
+	Profiles []string
 	// WarmPool keeps idle instances ready, profile -> count on the node.
 	WarmPool map[string]int
 	// IdleTimeout destroys instances idle for longer (0: only when their
@@ -114,7 +123,11 @@ type Config struct {
 const DefaultCapsDir = "/proc/driver/nvidia/capabilities"
 
 // DefaultMetricsAddr is the standard install's metrics and probe address.
-const DefaultMetricsAddr = ":9477"
+// It is loopback only: metrics and probes say which containers run where
+// and how much memory they use, and a host install (systemd) has no reason
+// to publish them on every interface. The chart passes --metrics-addr=:PORT,
+// since Prometheus and the kubelet's probes reach the pod over its network.
+const DefaultMetricsAddr = "127.0.0.1:9477"
 
 // TelemetryOff as TelemetryDir turns telemetry and prediction off.
 const TelemetryOff = "off"

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
-	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // ClusterProvisioner is the partitioner as the cluster demand source sees
@@ -18,20 +15,12 @@ import (
 // count is a map from profile to the idle instances already spoken for.
 type ClusterProvisioner struct {
 	a *Agent
-
-	mu   sync.Mutex
-	geos map[string]modelGeometry // by GPU model
-}
-
-type modelGeometry struct {
-	geo      *geometry.Geometry
-	profiles map[string]gpu.Profile
 }
 
 // ClusterProvisioner returns the agent's partitioner as cluster demand
 // provisions through it.
 func (a *Agent) ClusterProvisioner() *ClusterProvisioner {
-	return &ClusterProvisioner{a: a, geos: map[string]modelGeometry{}}
+	return &ClusterProvisioner{a: a}
 }
 
 // IdleCount counts the idle instances of profile the device plugin offers
@@ -67,7 +56,7 @@ func (c *ClusterProvisioner) CanFit(profile string, n int, keep map[string]int) 
 	if need <= 0 {
 		return true
 	}
-	free := c.freeRoom(profile, need)
+	free := c.a.part.FreeRoom(profile, need)
 	if free >= need {
 		return true
 	}
@@ -76,76 +65,6 @@ func (c *ClusterProvisioner) CanFit(profile string, n int, keep map[string]int) 
 	}
 	plan, err := c.a.part.Plan(profile)
 	return err == nil && plan.Reuse == nil && c.spares(plan, keep)
-}
-
-// freeRoom counts how many more instances of profile fit in free space, up
-// to limit, placing them one by one on every GPU. Instances of one profile
-// never overlap one another's placements, so placing greedily finds them
-// all. A GPU whose instances cannot be laid out in the geometry counts as
-// full.
-func (c *ClusterProvisioner) freeRoom(profile string, limit int) int {
-	byGPU := map[int][]partitioner.Instance{}
-	for _, in := range c.a.part.Instances() {
-		byGPU[in.GPU] = append(byGPU[in.GPU], in)
-	}
-	total := 0
-	for _, g := range c.a.part.GPUs() {
-		mg, ok := c.geometry(g.Index)
-		pr, offered := mg.profiles[profile]
-		if !ok || !offered {
-			continue
-		}
-		st, count, full := mg.geo.Empty(), 0, false
-		for _, in := range byGPU[g.Index] {
-			var err error
-			if st, err = mg.geo.Place(st, in.Profile, in.Placement.Start); err != nil {
-				full = true
-				break
-			}
-			if in.Profile == profile {
-				count++
-			}
-		}
-		for !full && total < limit && count < pr.MaxCount {
-			cands := mg.geo.Candidates(st, profile)
-			if len(cands) == 0 {
-				break
-			}
-			st = mg.geo.Add(st, cands[0].Index)
-			count++
-			total++
-		}
-	}
-	return total
-}
-
-// geometry returns a GPU's MIG geometry, built once per model.
-func (c *ClusterProvisioner) geometry(index int) (modelGeometry, bool) {
-	dev, ok := c.a.part.Device(index)
-	if !ok {
-		return modelGeometry{}, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if mg, ok := c.geos[dev.Model()]; ok {
-		return mg, true
-	}
-	profiles, err := dev.Profiles()
-	if err != nil {
-		c.a.log.WithError(err).WithField("gpu", index).Warn("cluster demand: read MIG profiles")
-		return modelGeometry{}, false
-	}
-	geo, err := geometry.New(profiles, geometry.Config{})
-	if err != nil {
-		c.a.log.WithError(err).WithField("gpu", index).Warn("cluster demand: MIG geometry")
-		return modelGeometry{}, false
-	}
-	mg := modelGeometry{geo: geo, profiles: map[string]gpu.Profile{}}
-	for _, p := range profiles {
-		mg.profiles[p.Name] = p
-	}
-	c.geos[dev.Model()] = mg
-	return mg, true
 }
 
 // spares reports whether a plan destroys only idle instances beyond those

@@ -71,6 +71,7 @@ func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
 				continue
 			}
 			c, ok := s.reuseCandidate(committed, r, weights[i], used)
+			c.NoDemand = p.demand.none()
 			if ok && (best == nil || betterReuse(p.policy, c, bestC)) {
 				best, bestC = r, c
 			}
@@ -109,7 +110,9 @@ type choice struct {
 // or, with reclaim, after destroying the fewest idle instances of one GPU.
 func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, bool) {
 	var best *choice
+	noDemand := p.demand.none()
 	consider := func(c choice) {
+		c.NoDemand = noDemand
 		if best == nil || p.policy.Better(c.Candidate, best.Candidate) {
 			cc := c
 			best = &cc
@@ -258,6 +261,7 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 				continue
 			}
 			if c, ok := s.reuseCandidate(committed, r, weights[i], used); ok {
+				c.NoDemand = p.demand.none()
 				list = append(list, scored{r.UUID, c})
 			}
 		}

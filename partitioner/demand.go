@@ -69,6 +69,10 @@ func (d *demand) setPending(counts map[string]int) {
 	d.weights = nil
 }
 
+// none reports whether there is no demand to weigh: no request served and
+// none waiting. The migpro policy then places as reachability does.
+func (d *demand) none() bool { return d.total == 0 && d.npend == 0 }
+
 // of is how much profile is wanted: the prior, its share of the recent mix
 // and its share of the pending requests.
 func (d *demand) of(profile string) float64 {

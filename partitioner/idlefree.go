@@ -30,10 +30,20 @@ func (p *Partitioner) planFree(profile string, pin *Pin) (Plan, bool) {
 	}
 	var best *option
 	better := func(a, b *option) bool {
-		if d := a.c.GPULoss - b.c.GPULoss; d < -lossEpsilon || d > lossEpsilon {
+		// While nothing waits, an idle instance of the profile is reused
+		// before another is made: a create costs NVML time the request
+		// waits for, for a better place no waiting request needs. With
+		// requests waiting, the losses decide (an idle instance in a
+		// waiting request's way is re-placed).
+		if (a.reuse != nil) != (b.reuse != nil) && p.demand.npend == 0 {
+			return a.reuse != nil
+		}
+		// With no demand to weigh the losses say nothing; the policy
+		// decides after destroys (Migpro then as Reachability).
+		if d := a.c.GPULoss - b.c.GPULoss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
 			return d < 0
 		}
-		if d := a.c.Loss - b.c.Loss; d < -lossEpsilon || d > lossEpsilon {
+		if d := a.c.Loss - b.c.Loss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
 			return d < 0
 		}
 		if (a.reuse != nil) != (b.reuse != nil) {
@@ -56,9 +66,11 @@ func (p *Partitioner) planFree(profile string, pin *Pin) (Plan, bool) {
 		used := s.state(nil).Slices
 		reach := s.geo.Reachable(committed)
 		capB, roomB := s.geo.Capacity(committed, weights[i]), s.geo.Headroom(committed, weights[i])
+		noDemand := p.demand.none()
 		score := func(after geometry.State, start, destroys int) Candidate {
 			return Candidate{GPU: s.dev.Index(), Start: start, Before: reach, After: s.geo.Reachable(after), UsedSlices: used,
-				Destroys: destroys, Loss: capB - s.geo.Capacity(after, weights[i]), GPULoss: roomB - s.geo.Headroom(after, weights[i])}
+				Destroys: destroys, Loss: capB - s.geo.Capacity(after, weights[i]), GPULoss: roomB - s.geo.Headroom(after, weights[i]),
+				NoDemand: noDemand}
 		}
 		batch = batch[:0]
 		for key := range idle {

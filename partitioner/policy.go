@@ -26,6 +26,9 @@ type Candidate struct {
 	// placement of this request on the candidate's GPU costs: how much the
 	// node loses by choosing that GPU at all.
 	GPULoss float64
+	// NoDemand says the node has no demand to weigh yet (no request served,
+	// none waiting): Loss and GPULoss then weigh every profile alike.
+	NoDemand bool
 }
 
 // Policy orders candidate placements. Every policy first prefers plans that
@@ -74,11 +77,19 @@ const lossEpsilon = 1e-9
 //
 // Ties go to the GPU already using more slices, the lower GPU, then the
 // lower slot.
+//
+// With no demand to weigh (no request served, none waiting) it places as
+// Reachability does: a prior alone says nothing about what comes next, and
+// the plain count keeps the most layouts open (the first 1g.5gb on an empty
+// A100 goes to slot 6, not 0).
 type Migpro struct{}
 
 func (Migpro) Name() string { return "migpro" }
 
 func (Migpro) Better(a, b Candidate) bool {
+	if a.NoDemand {
+		return Reachability{}.Better(a, b)
+	}
 	if a.Destroys != b.Destroys {
 		return a.Destroys < b.Destroys
 	}
@@ -86,6 +97,9 @@ func (Migpro) Better(a, b Candidate) bool {
 }
 
 func (Migpro) BetterReuse(a, b Candidate) bool {
+	if a.NoDemand {
+		return Reachability{}.BetterReuse(a, b)
+	}
 	if d := a.GPULoss - b.GPULoss; d < -lossEpsilon || d > lossEpsilon {
 		return d < 0
 	}

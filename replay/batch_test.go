@@ -17,7 +17,7 @@ func TestBatchServesShortestExpectedFirst(t *testing.T) {
 		whole("S2", "short", 0, 10), whole("L3", "long", 0, 100),
 		whole("L4", "long", 0, 100), whole("L5", "long", 0, 100), whole("S3", "short", 0, 10), whole("S4", "short", 0, 10),
 	}
-	started := func(pol Policy, jobs []Job) map[string]float64 {
+	started := func(pol Strategy, jobs []Job) map[string]float64 {
 		out := map[string]float64{}
 		for _, r := range simRun(t, jobs, oneGPU, pol).Runs {
 			out[r.Job] = r.Started

@@ -172,7 +172,7 @@ func BenchmarkPoliciesAcrossSeeds(b *testing.B) {
 			cases = append(cases, seedCase{node, m.GPUsPerNode(), load})
 		}
 	}
-	pols := []Policy{policy(b, "first-fit"), policy(b, "reachability"), policy(b, "migpro"), policy(b, "migpro+plan")}
+	pols := []Strategy{policy(b, "first-fit"), policy(b, "reachability"), policy(b, "migpro"), policy(b, "migpro+plan")}
 	var logFF, logReach, logPlan float64
 	ran := 0
 	for _, c := range cases {

@@ -14,6 +14,7 @@ import (
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // Profile is one instance size as the simulator sees it, read from the
@@ -36,8 +37,11 @@ type Model struct {
 	// Full is the whole-GPU profile.
 	Full  Profile
 	sizes []estimator.ProfileSize
-	// masks are each profile's legal placements as memory-slot bit masks.
-	masks map[string][]uint16
+	// geo is the model's MIG geometry (nil for a mixed node's union: each
+	// of its GPUs has its own model).
+	geo *geometry.Geometry
+	// all is every requestable profile's shape (stranded slices).
+	all geometry.ShapeSet
 	// perGPU is, for a mixed node, each GPU's own model in node order; nil
 	// when every GPU is this model.
 	perGPU []*Model
@@ -84,13 +88,13 @@ func LoadModel(name string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Name: strings.ToLower(name), masks: map[string][]uint16{}}
+	m := &Model{Name: strings.ToLower(name)}
+	if m.geo, err = geometry.New(profs, geometry.Config{}); err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
 	for _, p := range profs {
 		if len(p.Placements) == 0 {
 			continue
-		}
-		for _, pl := range p.Placements {
-			m.masks[p.Name] = append(m.masks[p.Name], maskOf(pl))
 		}
 		m.Slots = max(m.Slots, p.Placements[0].Size)
 		m.Slices = max(m.Slices, p.Slices)
@@ -103,6 +107,9 @@ func LoadModel(name string) (*Model, error) {
 		return nil, fmt.Errorf("model %s offers no MIG profiles", name)
 	}
 	m.rankProfiles()
+	for _, p := range m.Profiles {
+		m.all |= m.geo.ShapesOf(p.Name)
+	}
 	return m, nil
 }
 
@@ -123,7 +130,7 @@ func (m *Model) rankProfiles() {
 // loadMixed reads a mixed node spec (see LoadModel).
 func loadMixed(spec string) (*Model, error) {
 	spec = strings.ToLower(strings.TrimSpace(spec))
-	u := &Model{Name: spec, masks: map[string][]uint16{}}
+	u := &Model{Name: spec}
 	loaded := map[string]*Model{}
 	for _, part := range strings.Split(spec, ",") {
 		name, count := strings.TrimSpace(part), 1
@@ -281,6 +288,9 @@ type node struct {
 	// not; the cluster-level choice packs busier nodes first.
 	used int
 	pcie *pcieCtx
+	// placing is the profile being planned or committed (the hami
+	// baseline's policy scores by it).
+	placing Profile
 }
 
 // gpuSlot is the engine's view of one GPU.
@@ -300,6 +310,9 @@ type gpuSlot struct {
 	heldSlots  uint16
 	// model is the GPU's own model (its profiles and placements).
 	model *Model
+	// strandSince is when the stranded slices were last summed into
+	// strandSum (slice-seconds; metrics.go).
+	strandSince, strandSum float64
 }
 
 // mayFit is a necessary condition for a profile to be placed on the GPU
@@ -307,15 +320,7 @@ type gpuSlot struct {
 // placement clear of held slots. It lets the engine skip asking a
 // partitioner whose answer can only be "wait".
 func (g *gpuSlot) mayFit(p Profile) bool {
-	if g.heldSlices+p.Slices > g.model.Slices {
-		return false
-	}
-	for _, mask := range g.model.masks[p.Name] {
-		if mask&g.heldSlots == 0 {
-			return true
-		}
-	}
-	return false
+	return g.model.geo.MayFit(g.heldSlots, g.heldSlices, p.Name)
 }
 
 func quietLogger() logrus.FieldLogger {

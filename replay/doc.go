@@ -40,6 +40,6 @@
 // arrivals are offered to every node. This keeps a 5,000-job stream on 160
 // GPUs in seconds.
 //
-// See docs/simulate.md for the workload mixes, the CSV format and the
+// See docs/replay.md for the workload mixes, the CSV format and the
 // metrics.
 package replay

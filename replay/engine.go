@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // jobState is a job's progress through the engine.
@@ -23,11 +24,16 @@ type jobState struct {
 	waitSince float64 // when it last entered the queue
 	// sized is what the estimator's history had learned (sizer.learned)
 	// when the job's first profile was last chosen.
-	sized      uint64
-	needAll    bool
-	attempts   int
-	done       bool
-	completion float64
+	sized   uint64
+	needAll bool
+	// began is whether a run of the job has started, startedAt when the
+	// first did and firstProfile on what (start-wait metrics).
+	began        bool
+	startedAt    float64
+	firstProfile string
+	attempts     int
+	done         bool
+	completion   float64
 }
 
 type evKind uint8
@@ -68,7 +74,7 @@ func (h *evHeap) Pop() any {
 // engine is one policy's simulation.
 type engine struct {
 	cfg   Config
-	pol   Policy
+	pol   Strategy
 	model *Model
 	nodes []*node
 	pl    placer
@@ -92,10 +98,10 @@ type engine struct {
 	// of the runs finished so far; keyRuns per workload and profile
 	// (migpro+plan's expected run times).
 	profileRuns, keyRuns means
-	// packMemo memoises the usable slices of a GPU's free space, and
-	// packWant is the profiles waiting at the scan's start (PackFirst).
-	packMemo map[packKey]int
-	packWant uint64
+	// packWant is the profiles waiting at the scan's start (PackFirst), and
+	// packShapes their shapes per GPU model, by want.
+	packWant   uint64
+	packShapes map[shapeKey]geometry.ShapeSet
 	// quiet counts the runs finished since the last arrival: the planner
 	// also plans at every planEvery-th of them, so a batch, whose jobs all
 	// arrive at once, is planned too; it is also one sign that arrivals
@@ -122,7 +128,7 @@ func (e *engine) push(ev event) {
 
 // Run simulates jobs under one policy. A static policy without a layout
 // tries every layout and returns the best.
-func Run(jobs []Job, cfg Config, pol Policy) (*Result, error) {
+func Run(jobs []Job, cfg Config, pol Strategy) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -145,7 +151,7 @@ func Run(jobs []Job, cfg Config, pol Policy) (*Result, error) {
 	return runOnce(jobs, cfg, pol, model)
 }
 
-func runBestLayout(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
+func runBestLayout(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error) {
 	wall := time.Now()
 	var best *Result
 	var tried []string
@@ -177,14 +183,14 @@ type infeasibleError struct{ msg string }
 
 func (e infeasibleError) Error() string { return e.msg }
 
-func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) {
+func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error) {
 	wall := time.Now()
 	if pol.Plan && cfg.GPUs() == 1 {
 		// On a single GPU a reservation for a whole-GPU request drains
 		// everything while the queue waits, and without reservations the
 		// planner's moves keep passing over whole-GPU requests: a policy
 		// with Plan serves there as migpro does, with its PackFirst
-		// (docs/simulate.md has the measurements).
+		// (docs/replay.md has the measurements).
 		pol.Plan, pol.Reserve = false, false
 	}
 	e := &engine{cfg: cfg, pol: pol, model: model, batchAt: -1, active: map[*run]bool{}, ready: map[string]float64{}}
@@ -192,8 +198,10 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 	nodes, err := newCluster(model, cfg.Nodes, cfg.GPUsPerNode, cfg.Seed, clock, func(nd *node) partitioner.Policy {
 		var base partitioner.Policy = partitioner.Migpro{}
 		switch pol.Kind {
-		case FirstFit:
+		case FirstFit, NvidiaDRA:
 			base = partitioner.FirstFit{}
+		case HAMi:
+			base = hamiPolicy{nd: nd}
 		case Reachability:
 			base = partitioner.Reachability{}
 		}
@@ -219,8 +227,10 @@ func runOnce(jobs []Job, cfg Config, pol Policy, model *Model) (*Result, error) 
 			return nil, err
 		}
 	default:
-		e.pl = &dynamic{nodes: nodes, model: model, kind: pol.Kind, pcieAware: pol.PCIeAware}
-		e.res.Detail = map[Kind]string{FirstFit: "first-fit", Reachability: "reachability", Migpro: "demand-aware"}[pol.Kind]
+		e.pl = &dynamic{nodes: nodes, model: model, kind: pol.Kind, pcieAware: pol.PCIeAware, destroyAtEnd: pol.DestroyAtEnd}
+		e.res.Detail = map[Kind]string{FirstFit: "first-fit", Reachability: "reachability", Migpro: "demand-aware",
+			NvidiaDRA: "baseline model, simulator only: first GPU, lowest start, destroyed at end",
+			HAMi:      "baseline model, simulator only: largest free run, 1g/3g from the top, destroyed at end"}[pol.Kind]
 		if pol.Order != Backfill {
 			e.res.Detail += ", " + pol.Order.String()
 		}

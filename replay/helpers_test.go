@@ -23,7 +23,7 @@ func mix(t testing.TB, name string, n int, seed uint64) []Job {
 	return jobs
 }
 
-func policy(t testing.TB, name string) Policy {
+func policy(t testing.TB, name string) Strategy {
 	t.Helper()
 	ps, err := ParsePolicies(name)
 	if err != nil {
@@ -32,7 +32,7 @@ func policy(t testing.TB, name string) Policy {
 	return ps[0]
 }
 
-func simRun(t testing.TB, jobs []Job, cfg Config, pol Policy) *Result {
+func simRun(t testing.TB, jobs []Job, cfg Config, pol Strategy) *Result {
 	t.Helper()
 	r, err := Run(jobs, cfg, pol)
 	if err != nil {

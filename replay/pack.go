@@ -1,6 +1,6 @@
 package replay
 
-import "github.com/migpro/migpro/gpu"
+import "github.com/migpro/migpro/partitioner/geometry"
 
 // Packing first (policies with PackFirst). Arrival order with backfill
 // hands room that frees up to the oldest job that fits, wherever the
@@ -15,16 +15,14 @@ import "github.com/migpro/migpro/gpu"
 // the profiles waiting, in the GPU's free memory slots, could use it: a
 // slice only a profile nobody asks for could use is already lost.
 
-// packKey is a GPU's held memory slots and free compute slices, under one
-// GPU model, and the profiles wanted (bits by the node model's rank).
-type packKey struct {
+// shapeKey is a set of wanted profiles (bits by the node model's rank)
+// on one GPU model.
+type shapeKey struct {
 	model *Model
-	held  uint16
-	room  int
 	want  uint64
 }
 
-// wantedNow is the set of profiles waiting in the queue, as packKey bits.
+// wantedNow is the set of profiles waiting in the queue, as rank bits.
 func (e *engine) wantedNow() uint64 {
 	var want uint64
 	for _, j := range e.queue {
@@ -46,40 +44,33 @@ func (e *engine) strands(o offer, j *jobState) bool {
 }
 
 // stranded is how many of a GPU's free compute slices no combination of
-// legal placements of the wanted profiles in its free memory slots can use.
+// legal placements of the wanted profiles in its free memory slots can use
+// (geometry.Stranded).
 func (e *engine) stranded(m *Model, held uint16, slices int, want uint64) int {
-	return m.Slices - slices - e.usableOn(m, held, slices, want)
+	return m.geo.Stranded(held, slices, e.shapes(m, want))
 }
 
-// usableOn is usable for a GPU of model m whose instances hold the memory
-// slots held and the compute slices slices.
+// usableOn is geometry.Usable for a GPU of model m whose instances hold the
+// memory slots held and the compute slices slices.
 func (e *engine) usableOn(m *Model, held uint16, slices int, want uint64) int {
-	return e.usable(packKey{m, held, m.Slices - slices, want})
+	return m.geo.Usable(held, slices, e.shapes(m, want))
 }
 
-// usable is the most compute slices that instances placed in the free
-// memory slots of k can use together, memoised per run.
-func (e *engine) usable(k packKey) int {
-	if v, ok := e.packMemo[k]; ok {
-		return v
+// shapes is the shapes of model m's geometry that the wanted profiles take.
+func (e *engine) shapes(m *Model, want uint64) geometry.ShapeSet {
+	k := shapeKey{m, want}
+	if s, ok := e.packShapes[k]; ok {
+		return s
 	}
-	best := 0
-	for _, p := range k.model.Profiles {
-		if p.Slices > k.room || best == k.room || k.want&(1<<e.model.rank(p.Name)) == 0 {
-			continue
-		}
-		for _, mask := range k.model.masks[p.Name] {
-			if mask&k.held == 0 {
-				best = max(best, p.Slices+e.usable(packKey{k.model, k.held | mask, k.room - p.Slices, k.want}))
-			}
+	var s geometry.ShapeSet
+	for i, p := range e.model.sizes {
+		if want&(1<<i) != 0 {
+			s |= m.geo.ShapesOf(p.Name)
 		}
 	}
-	if e.packMemo == nil {
-		e.packMemo = map[packKey]int{}
+	if e.packShapes == nil {
+		e.packShapes = map[shapeKey]geometry.ShapeSet{}
 	}
-	e.packMemo[k] = best
-	return best
+	e.packShapes[k] = s
+	return s
 }
-
-// maskOf is a placement's memory slots as a bit mask.
-func maskOf(p gpu.Placement) uint16 { return uint16((1<<p.Size - 1) << p.Start) }

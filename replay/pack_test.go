@@ -5,10 +5,13 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // slotMask is the memory slots of the placement at start of size slots.
-func slotMask(start, size int) uint16 { return maskOf(gpu.Placement{Start: start, Size: size}) }
+func slotMask(start, size int) uint16 {
+	return geometry.SlotMask(gpu.Placement{Start: start, Size: size})
+}
 
 // On an A100, a 3g.20gb beside another 3g.20gb holds every memory slot and
 // leaves a compute slice no instance can use; beside free slots it strands

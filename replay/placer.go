@@ -8,6 +8,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // grant is an instance handed to a run.
@@ -95,8 +96,10 @@ func (p pcieAware) IdleAsFree() bool {
 type dynamic struct {
 	nodes     []*node
 	model     *Model
-	kind      Kind // FirstFit: the first node that can serve, not the best
+	kind      Kind // FirstFit, NvidiaDRA, HAMi: the first node that can serve, not the best
 	pcieAware bool
+	// destroyAtEnd destroys an instance when its run ends (release).
+	destroyAtEnd bool
 }
 
 func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
@@ -123,6 +126,7 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	}
 	heavy := d.pcieAware && j.job.Heavy()
 	nd.pcie.heavy = heavy
+	nd.placing = j.profile
 	plan, err := nd.part.Plan(j.profile.Name)
 	if errors.Is(err, partitioner.ErrMustWait) {
 		return offer{}, false, nil
@@ -142,9 +146,9 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	}
 	o.gpu = plan.GPU
 	if plan.Reuse != nil {
-		o.mask = maskOf(plan.Reuse.Placement)
+		o.mask = geometry.SlotMask(plan.Reuse.Placement)
 	} else if n := len(plan.Steps); n > 0 {
-		o.mask = maskOf(plan.Steps[n-1].Placement)
+		o.mask = geometry.SlotMask(plan.Steps[n-1].Placement)
 	}
 	o.heavy = nd.gpus[plan.GPU].heavyHeld
 	if heavy && o.heavy > 0 {
@@ -166,7 +170,7 @@ func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
 	slices := make([]int, len(nd.gpus))
 	var idle []partitioner.Instance
 	for _, in := range nd.part.Instances() {
-		occupied[in.GPU] |= maskOf(in.Placement)
+		occupied[in.GPU] |= geometry.SlotMask(in.Placement)
 		if p, ok := d.model.Profile(in.Profile); ok {
 			slices[in.GPU] += p.Slices
 		}
@@ -184,7 +188,7 @@ func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
 		if g.heavyHeld >= o.heavy || slices[gi]+j.profile.Slices > g.model.Slices {
 			continue
 		}
-		for _, mask := range g.model.masks[j.profile.Name] {
+		for _, mask := range g.model.geo.SlotMasks(j.profile.Name) {
 			if mask&occupied[gi] != 0 {
 				continue
 			}
@@ -202,6 +206,7 @@ func (d *dynamic) spread(nd *node, j *jobState, o *offer) {
 func (d *dynamic) commit(j *jobState, o offer) (grant, error) {
 	nd := d.nodes[o.node]
 	nd.pcie.heavy = d.pcieAware && j.job.Heavy()
+	nd.placing = j.profile
 	inst, plan, err := nd.part.AllocateAt(context.Background(), j.profile.Name, o.pin, j.job.ID)
 	if err != nil {
 		return grant{}, fmt.Errorf("node %d: allocate %s for job %s: %w", o.node, j.profile.Name, j.job.ID, err)
@@ -224,7 +229,7 @@ func (d *dynamic) granted(nd *node, n int, j *jobState, inst partitioner.Instanc
 }
 
 func (d *dynamic) better(a, b offer) bool {
-	if d.kind == FirstFit {
+	if d.kind == FirstFit || d.kind == NvidiaDRA || d.kind == HAMi {
 		if (a.destroys == 0) != (b.destroys == 0) {
 			return a.destroys == 0
 		}
@@ -267,6 +272,9 @@ func (d *dynamic) better(a, b offer) bool {
 func (d *dynamic) release(g grant) error {
 	if _, err := d.nodes[g.node].part.Release(g.uuid); err != nil {
 		return fmt.Errorf("node %d: release %s: %w", g.node, g.uuid, err)
+	}
+	if d.destroyAtEnd {
+		return d.destroyEnded(g)
 	}
 	return nil
 }

@@ -23,6 +23,12 @@ const (
 	// pending demand, with a cluster choice by the least demand-weighted
 	// loss and a reservation for a request that has waited too long.
 	Migpro
+	// NvidiaDRA models NVIDIA's DRA driver: first GPU, lowest free start,
+	// made at start and destroyed at end (baselines.go).
+	NvidiaDRA
+	// HAMi models HAMi's dynamic MIG placement scoring, made on allocation
+	// and destroyed at end (baselines.go).
+	HAMi
 )
 
 // Order is how the wait queue is served.
@@ -55,8 +61,11 @@ func (o Order) String() string {
 	return "backfill"
 }
 
-// Policy is one strategy over the shared engine.
-type Policy struct {
+// Strategy is one policy as the replay runs it: how it places (Kind), how
+// it orders the queue and which extras it adds, over the shared engine.
+// It is not partitioner.Policy, the per-node placement rule a Strategy
+// may use.
+type Strategy struct {
 	Name string
 	Kind Kind
 	// FullGPU makes every job ask for the whole GPU (the sequential
@@ -66,6 +75,9 @@ type Policy struct {
 	// the one with the shortest makespan.
 	Layout string
 	Order  Order
+	// DestroyAtEnd destroys each instance when its run ends, so no idle
+	// instance is ever reused (the nvidia-dra and hami baselines).
+	DestroyAtEnd bool
 	// Predict sizes jobs with the estimator (declared memory, then the
 	// peaks of earlier runs of the same key) and moves a run to a larger
 	// profile when the predictor marks it, instead of waiting for the OOM.
@@ -113,11 +125,13 @@ type Policy struct {
 // largest-first ordering, migpro's PCIe-aware GPU choice, and migpro with
 // reservations, a planner over the known queue, packing first, widening,
 // the batch order and the workload history.
-func Policies() []Policy {
-	return []Policy{
+func Policies() []Strategy {
+	return []Strategy{
 		{Name: "sequential", Kind: Static, FullGPU: true, Layout: "all-full"},
 		{Name: "static", Kind: Static},
 		{Name: "first-fit", Kind: FirstFit},
+		{Name: "nvidia-dra", Kind: NvidiaDRA, DestroyAtEnd: true},
+		{Name: "hami", Kind: HAMi, DestroyAtEnd: true},
 		{Name: "reachability", Kind: Reachability},
 		{Name: "migpro", Kind: Migpro},
 		{Name: "migpro+reserve", Kind: Migpro, Reserve: true},
@@ -128,6 +142,26 @@ func Policies() []Policy {
 		{Name: "migpro+pcie", Kind: Migpro, PCIeAware: true},
 		{Name: "migpro+plan", Kind: Migpro, Reserve: true, Plan: true, PackFirst: true, Widen: true, BatchShortest: true, Learn: true},
 	}
+}
+
+// SimulatorOnly reports whether the agent cannot run this policy: the
+// agent's --policy offers first-fit, reachability and migpro, with arrival
+// order and backfill; baselines and the extras (reservations by wait,
+// the planner, packing first, widening, the batch order, the history, the
+// predictor's moves, the other queue orders, the PCIe-aware choice) exist
+// only in the replay.
+func (s Strategy) SimulatorOnly() bool {
+	plain := Strategy{Name: s.Name, Kind: s.Kind}
+	if s != plain {
+		return true
+	}
+	return s.Kind != FirstFit && s.Kind != Reachability && s.Kind != Migpro
+}
+
+// simulatorOnly is SimulatorOnly for a policy name as results carry it.
+func simulatorOnly(name string) bool {
+	ps, err := ParsePolicies(name)
+	return err != nil || len(ps) != 1 || ps[0].SimulatorOnly()
 }
 
 // PolicyNames lists the standard policies' names.
@@ -142,16 +176,16 @@ func PolicyNames() []string {
 // ParsePolicies turns a comma-separated list of names ("all" for every
 // standard policy) into policies. A static policy may name its layout as
 // static:LAYOUT.
-func ParsePolicies(list string) ([]Policy, error) {
+func ParsePolicies(list string) ([]Strategy, error) {
 	if strings.TrimSpace(list) == "all" {
 		return Policies(), nil
 	}
-	var out []Policy
+	var out []Strategy
 	seen := map[string]bool{}
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		base, layout, hasLayout := strings.Cut(name, ":")
-		var found *Policy
+		var found *Strategy
 		for _, p := range Policies() {
 			if p.Name == base {
 				found = &p

@@ -173,10 +173,19 @@ func (e *engine) servePacked(dirty, all []int) error {
 // unless skip (when set) refuses that best offer: then j waits.
 func (e *engine) placeIf(j *jobState, nodes []int, skip func(offer, *jobState) bool) (bool, error) {
 	p := e.model.rank(j.profile.Name)
+	pinned := j.job.at != nil
+	if pinned {
+		// A run of the planner's forward simulation starts only where it
+		// runs now. Its "no" on another node says nothing about the node's
+		// room, so it must not mark the node full for the scan: that hid
+		// its own node from the pinned runs after it, and a waiting job
+		// then took their slots (the multi-node failure of migpro+plan).
+		nodes = []int{j.job.at.node}
+	}
 	var best offer
 	found := false
 	for _, n := range nodes {
-		if e.memo[p][n] == e.scan {
+		if !pinned && e.memo[p][n] == e.scan {
 			continue
 		}
 		o, ok, err := e.pl.plan(j, n)
@@ -184,7 +193,9 @@ func (e *engine) placeIf(j *jobState, nodes []int, skip func(offer, *jobState) b
 			return false, err
 		}
 		if !ok {
-			e.memo[p][n] = e.scan
+			if !pinned {
+				e.memo[p][n] = e.scan
+			}
 			continue
 		}
 		if !found || e.pl.better(o, best) {

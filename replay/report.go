@@ -13,8 +13,13 @@ import (
 func WriteTable(w io.Writer, results []*Result) error {
 	rows := [][]string{{"policy", "makespan s", "jobs/s", "mean JCT s", "p95 JCT s", "mem util", "reconfigs",
 		"steps/job", "waits", "idle-fixable", "frag", "restarts (marked)", "lost s", "÷ lower bound", "detail"}}
+	only := false
 	for _, r := range results {
-		rows = append(rows, []string{r.Policy, fmt.Sprintf("%.0f", r.Makespan), fmt.Sprintf("%.4f", r.Throughput),
+		name := r.Policy
+		if simulatorOnly(name) {
+			name, only = name+" *", true
+		}
+		rows = append(rows, []string{name, fmt.Sprintf("%.0f", r.Makespan), fmt.Sprintf("%.4f", r.Throughput),
 			fmt.Sprintf("%.0f", r.MeanJCT), fmt.Sprintf("%.0f", r.P95JCT), fmt.Sprintf("%.1f%%", 100*r.MemUtil),
 			fmt.Sprint(r.Reconfigs), fmt.Sprintf("%.2f", r.StepsPerJob()), fmt.Sprint(r.Waits), fmt.Sprint(r.Replaceable),
 			fmt.Sprint(r.Fragmented), fmt.Sprintf("%d (%d)", r.Restarts, r.Marks), fmt.Sprintf("%.0f", r.LostWork),
@@ -45,6 +50,11 @@ func WriteTable(w io.Writer, results []*Result) error {
 			}
 		}
 		if _, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " ")); err != nil {
+			return err
+		}
+	}
+	if only {
+		if _, err := fmt.Fprintln(w, "* simulator only: the agent's --policy does not offer it (a baseline, or parts the agent lacks)"); err != nil {
 			return err
 		}
 	}

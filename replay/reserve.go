@@ -83,7 +83,7 @@ func (e *engine) planQueue() error {
 	bestN, bestCost := -1, 0
 	for n, nd := range e.nodes {
 		for _, gs := range nd.gpus {
-			masks := gs.model.masks[oldest.profile.Name]
+			masks := gs.model.geo.SlotMasks(oldest.profile.Name)
 			if len(masks) == 0 {
 				continue // the GPU does not offer the profile
 			}

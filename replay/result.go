@@ -48,6 +48,11 @@ type Result struct {
 	Completions []float64
 	// Wall is the real time the simulation took.
 	Wall time.Duration
+	// StartWaits is the arrival-to-start time by request size, and
+	// Stranded each GPU's stranded compute slices averaged over the
+	// makespan (metrics.go).
+	StartWaits []SizeWait
+	Stranded   []float64
 
 	memSeconds float64
 }

@@ -3,6 +3,8 @@ package replay
 import (
 	"fmt"
 	"math"
+
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // Outcome is how a run ended.
@@ -70,8 +72,9 @@ func (e *engine) grant(j *jobState, g grant) {
 	}
 	e.ready[g.uuid] = start
 	j.attempts++
+	e.strandTick(slot)
 	slot.heldSlices += g.profile.Slices
-	slot.heldSlots |= maskOf(g.placement)
+	slot.heldSlots |= geometry.SlotMask(g.placement)
 	r := &run{j: j, g: g, slot: slot, oomAt: 2, markAt: 2, rec: RunRecord{
 		Job: j.job.ID, Node: g.node, GPU: slot.global, Profile: g.profile.Name,
 		Start: g.placement.Start, Slots: g.placement.Size, Granted: e.now,
@@ -90,6 +93,9 @@ func (e *engine) grant(j *jobState, g grant) {
 func (e *engine) begin(r *run) {
 	r.started, r.last, r.progress = true, e.now, 0
 	r.rec.Started = e.now
+	if !r.j.began {
+		r.j.began, r.j.startedAt, r.j.firstProfile = true, e.now, r.g.profile.Name
+	}
 	if p, ok := r.j.job.Mem.OOMAt(r.g.profile.Memory); ok {
 		r.oomAt = p
 	}
@@ -170,8 +176,9 @@ func (e *engine) end(r *run, outcome Outcome) error {
 			break
 		}
 	}
+	e.strandTick(slot)
 	slot.heldSlices -= r.g.profile.Slices
-	slot.heldSlots &^= maskOf(r.g.placement)
+	slot.heldSlots &^= geometry.SlotMask(r.g.placement)
 	heavy := r.j.job.Heavy()
 	if heavy {
 		slot.heavyBusy--
@@ -179,6 +186,13 @@ func (e *engine) end(r *run, outcome Outcome) error {
 	}
 	if err := e.pl.release(r.g); err != nil {
 		return err
+	}
+	if e.pol.DestroyAtEnd {
+		// The destroy queues on the GPU's NVML like any other step.
+		if !e.cfg.NoNVMLCost {
+			slot.nvmlFree = max(e.now, slot.nvmlFree) + NVMLCost(r.g.profile.Slices, e.model.Slices)
+		}
+		e.res.Reconfigs++
 	}
 	e.dirty[r.g.node] = true
 	if heavy {
@@ -257,6 +271,7 @@ func (e *engine) finish(jobs []Job) {
 		sum += jct[i]
 	}
 	res.MeanJCT = sum / float64(len(jct))
+	e.userMetrics()
 	res.P95JCT = percentile(jct, 0.95)
 	if res.Makespan > 0 {
 		res.Throughput = float64(len(jobs)) / res.Makespan

@@ -58,7 +58,7 @@ func (e *engine) widenCosts(o offer, tight, wide Profile) bool {
 	gs := e.nodes[o.node].gpus[o.gpu]
 	want := e.wantedNow()
 	after := e.usableOn(gs.model, gs.heldSlots|o.mask, gs.heldSlices+wide.Slices, want)
-	for _, mask := range gs.model.masks[tight.Name] {
+	for _, mask := range gs.model.geo.SlotMasks(tight.Name) {
 		if mask&gs.heldSlots == 0 && e.usableOn(gs.model, gs.heldSlots|mask, gs.heldSlices+tight.Slices, want) > after {
 			return true
 		}

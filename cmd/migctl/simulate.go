@@ -24,7 +24,7 @@ type simulateOpts struct {
 	mix, csvPath, writeCSV, plotDir, output string
 	spec                                    replay.MixSpec
 	cfg                                     replay.Config
-	policies                                []replay.Policy
+	policies                                []replay.Strategy
 	timelineGPU                             int
 }
 
@@ -101,6 +101,10 @@ func runSimulate(args []string, stdout io.Writer) error {
 		if err := replay.WriteTable(stdout, results); err != nil {
 			return err
 		}
+		fmt.Fprintln(stdout)
+		if err := replay.WriteUserMetrics(stdout, results); err != nil {
+			return err
+		}
 		if err := replay.WriteComparison(stdout, results); err != nil {
 			return err
 		}
@@ -128,7 +132,7 @@ func parseSimulate(args []string) (simulateOpts, error) {
 	var opt simulateOpts
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.StringVar(&opt.mix, "mix", "", "generated workload: small, mixed, llm, pcie or stream (default small)")
-	fs.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file (see docs/simulate.md)")
+	fs.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file, ours or an OpenB pod list (see docs/replay.md)")
 	jobs := fs.Int("jobs", 0, "number of generated jobs (default: the mix's)")
 	seed := fs.Uint64("seed", 1, "seed of the generated workload and of the simulation")
 	ratio := fs.String("ratio", "4:0:1:1", "small:medium:large:full weights of the mixed mix")
@@ -210,10 +214,10 @@ func loadJobs(opt simulateOpts, model *replay.Model) ([]replay.Job, string, erro
 			return nil, "", usagef("--csv: %v", err)
 		}
 		defer f.Close()
-		if jobs, err = replay.ReadCSV(f); err != nil {
+		if jobs, what, err = replay.ReadJobs(f, model, opt.spec); err != nil {
 			return nil, "", usagef("--csv %s: %v", opt.csvPath, err)
 		}
-		what = fmt.Sprintf("%s (%d jobs)", opt.csvPath, len(jobs))
+		what = fmt.Sprintf("%s (%s)", opt.csvPath, what)
 	} else {
 		var err error
 		if jobs, err = replay.Generate(opt.spec, model); err != nil {

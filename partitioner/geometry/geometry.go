@@ -21,6 +21,8 @@ type Shape struct {
 	// Counted says whether the shape takes part in the maximal layouts that
 	// reachability counts.
 	Counted bool
+	// masks are the placements as memory-slot masks, in Placements' order.
+	masks []uint16
 }
 
 // Name is the shape's base profile name.
@@ -43,6 +45,7 @@ type Geometry struct {
 	byProfile   map[string]int // profile name -> shape index
 	optionIndex map[optionKey]int
 	reach       *reachCache
+	memo        usableMemo
 }
 
 type optionKey struct {
@@ -128,6 +131,9 @@ func (g *Geometry) addProfile(p gpu.Profile) error {
 	s := &Shape{Index: len(g.Shapes), Slices: p.Slices, MaxCount: p.MaxCount, Placements: pls, Profiles: []string{p.Name}}
 	if s.MaxCount <= 0 {
 		s.MaxCount = len(pls)
+	}
+	for _, pl := range pls {
+		s.masks = append(s.masks, slotMask(pl))
 	}
 	g.Shapes = append(g.Shapes, s)
 	g.byProfile[p.Name] = s.Index

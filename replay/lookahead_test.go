@@ -171,3 +171,18 @@ func TestPlanLeavesWholeGPURequestsTheirTurnAtLightLoad(t *testing.T) {
 		t.Errorf("7g.40gb mean JCT %.0f s under migpro+plan, %.0f s under first-fit; want no more", p, f)
 	}
 }
+
+// TestPlanRunsOnManyNodes replays a stream on three 8-GPU nodes under
+// migpro+plan. The forward simulation's pinned runs used to mark the other
+// nodes full for the scan, which hid their own node from the pinned runs
+// after them, and a waiting job took their slots ("no room: must wait").
+func TestPlanRunsOnManyNodes(t *testing.T) {
+	jobs, err := Generate(MixSpec{Name: "stream", Jobs: 400, Seed: 1, GPUs: 24}, model(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := simRun(t, jobs, Config{Nodes: 3, GPUsPerNode: 8, Seed: 1, Check: true}, policy(t, "migpro+plan"))
+	if r.Jobs != 400 || len(r.Completions) != 400 {
+		t.Fatalf("jobs %d, completions %d, want 400", r.Jobs, len(r.Completions))
+	}
+}

@@ -230,7 +230,7 @@ func (e *engine) forward(running []Job, expect []float64, front int) (float64, e
 	}
 	cfg := e.cfg
 	cfg.NoNVMLCost, cfg.Check = true, false
-	r, err := runOnce(jobs, cfg, Policy{Name: "forward", Kind: e.pol.Kind, PackFirst: e.pol.PackFirst}, e.model)
+	r, err := runOnce(jobs, cfg, Strategy{Name: "forward", Kind: e.pol.Kind, PackFirst: e.pol.PackFirst}, e.model)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,42 @@
+# Workload replay (replay/, migctl replay; docs/replay.md).
+# `make replay-report` replays every generated mix under every policy and
+# writes each table and its charts under REPLAY_OUT (bin/, not tracked). It is
+# part of `make test`, so it is kept small: the multi-node stream runs
+# REPLAY_STREAM_JOBS jobs on REPLAY_STREAM_NODES nodes (the full 5,000-job,
+# 20-node stream is `make replay-bench`). With MIGPRO_OPENB_DIR set to the
+# folder of the OpenB pod lists, it also replays a window of each file.
+REPLAY_OUT          ?= $(BIN)/replay-report
+REPLAY_MIXES        ?= small mixed llm pcie
+REPLAY_STREAM_JOBS  ?= 400
+REPLAY_STREAM_NODES ?= 3
+REPLAY              ?= $(BIN)/migctl replay
+MIGPRO_OPENB_DIR    ?=
+
+TEST_TARGETS += replay-report
+
+.PHONY: replay-report replay-bench placement-bench
+replay-report: build
+	@mkdir -p $(REPLAY_OUT)
+	@for m in $(REPLAY_MIXES); do \
+		echo "== $$m"; \
+		$(REPLAY) --mix $$m --plot $(REPLAY_OUT)/$$m > $(REPLAY_OUT)/$$m.txt || exit 1; \
+		cat $(REPLAY_OUT)/$$m.txt; \
+	done
+	@echo "== stream ($(REPLAY_STREAM_JOBS) jobs, $(REPLAY_STREAM_NODES) nodes)"
+	@$(REPLAY) --mix stream --jobs $(REPLAY_STREAM_JOBS) --nodes $(REPLAY_STREAM_NODES) \
+		--plot $(REPLAY_OUT)/stream > $(REPLAY_OUT)/stream.txt || exit 1; cat $(REPLAY_OUT)/stream.txt
+	@if [ -n "$(MIGPRO_OPENB_DIR)" ]; then for f in $(MIGPRO_OPENB_DIR)/*.csv; do \
+		n=$$(basename $$f .csv); echo "== openb $$n"; \
+		$(REPLAY) --csv $$f --jobs 600 --seed 1 --load 0.9 --simulate a100-40gb:8 > $(REPLAY_OUT)/openb-$$n.txt || exit 1; \
+		cat $(REPLAY_OUT)/openb-$$n.txt; done; fi
+
+# One core, as the 5,000-job / 160-GPU target is stated.
+replay-bench:
+	$(GO) test -run '^$$' -bench Stream -benchtime 1x -cpu 1 ./replay/
+
+# Placement against its baselines (docs/replay.md, Results): the repo's
+# mixes and seeded online streams under every baseline and the agent's
+# policy, then the decision time of each policy on a busy 8-GPU node.
+placement-bench:
+	$(GO) test -run '^$$' -bench Policies -benchtime 1x ./replay/
+	$(GO) test -run '^$$' -bench Decision -benchtime 20000x ./partitioner/

@@ -1,0 +1,65 @@
+package geometry
+
+import "testing"
+
+func TestUsableAndStrandedOnA100(t *testing.T) {
+	g := mustGeometry(t, a100_40gb(), nil)
+	one, three := g.ShapesOf("1g.5gb"), g.ShapesOf("3g.20gb")
+	if got := g.Usable(0, 0, one); got != 7 {
+		t.Errorf("empty GPU, 1g wanted: usable %d, want 7", got)
+	}
+	if got := g.Stranded(0, 0, three); got != 1 {
+		t.Errorf("empty GPU, only 3g wanted: stranded %d, want 1 (two 3g use six slices)", got)
+	}
+	// Two 3g.20gb hold every memory slot and six slices: the seventh is lost
+	// to any profile.
+	if got := g.Stranded(0xFF, 6, one|three); got != 1 {
+		t.Errorf("two 3g held: stranded %d, want 1", got)
+	}
+	// A 4g at slots 0-3: the free half serves three 1g or one 3g.
+	if got := g.Usable(0x0F, 4, one|three); got != 3 {
+		t.Errorf("4g held: usable %d, want 3", got)
+	}
+	if got := g.Usable(0x0F, 4, 0); got != 0 {
+		t.Errorf("nothing wanted: usable %d, want 0", got)
+	}
+}
+
+func TestMayFitAndSlotMasks(t *testing.T) {
+	g := mustGeometry(t, a100_40gb(), nil)
+	if m := g.SlotMasks("3g.20gb"); len(m) != 2 || m[0] != 0x0F || m[1] != 0xF0 {
+		t.Errorf("3g.20gb masks %#x, want [0xf 0xf0]", m)
+	}
+	if g.SlotMasks("9g.99gb") != nil {
+		t.Error("an unknown profile has masks")
+	}
+	if g.MayFit(0x0F, 4, "4g.20gb") {
+		t.Error("a 4g fits beside a 4g")
+	}
+	if !g.MayFit(0x0F, 4, "3g.20gb") {
+		t.Error("a 3g does not fit beside a 4g")
+	}
+	if g.MayFit(0x01, 7, "1g.5gb") {
+		t.Error("a 1g fits with every slice taken")
+	}
+}
+
+func TestFreeRoomCountsInstancesBesideTheHeldOnes(t *testing.T) {
+	g := mustGeometry(t, a100_40gb(), nil)
+	if got := g.FreeRoom(g.Empty(), "1g.5gb", 10); got != 7 {
+		t.Errorf("empty GPU: room for %d 1g.5gb, want 7", got)
+	}
+	if got := g.FreeRoom(g.Empty(), "1g.5gb", 2); got != 2 {
+		t.Errorf("limit 2: %d", got)
+	}
+	s, err := g.Place(g.Empty(), "4g.20gb", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.FreeRoom(s, "1g.5gb", 10); got != 3 {
+		t.Errorf("beside a 4g: room for %d 1g.5gb, want 3", got)
+	}
+	if got := g.FreeRoom(s, "7g.40gb", 10); got != 0 {
+		t.Errorf("beside a 4g: room for %d 7g.40gb, want 0", got)
+	}
+}
