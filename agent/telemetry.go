@@ -37,12 +37,52 @@ type watch struct {
 	onEnd   []func(End)
 	// failOpen waits for svc, made when the agent opens.
 	failOpen []func(telemetry.Registration, string)
+	hints    func(context.Context, telemetry.Registration) (predictor.Hints, bool)
 }
 
 // newWatch is the watch of an agent not open yet: subscribers may join
 // before Run; startTelemetry gives it its service.
 func newWatch(a *Agent) *watch {
 	return &watch{a: a, tracker: predictor.NewTracker(), started: map[string]*watched{}, marks: map[string]predictor.Decision{}}
+}
+
+// SetPredictorHints gives the agent a source of what a container's
+// workload says about itself (the time an eviction needs, a horizon): fn
+// runs once per container, off the telemetry path, after its predictor
+// starts. Call it before Run.
+func (a *Agent) SetPredictorHints(fn func(context.Context, telemetry.Registration) (predictor.Hints, bool)) {
+	if a.watch == nil {
+		return
+	}
+	a.watch.mu.Lock()
+	a.watch.hints = fn
+	a.watch.mu.Unlock()
+}
+
+// applyHints asks the hint source about a started container and hands the
+// answer to its predictor.
+func (w *watch) applyHints(id string) {
+	w.mu.Lock()
+	fn := w.hints
+	w.mu.Unlock()
+	h, ok := w.tracker.(interface {
+		Hint(string, predictor.Hints) (bool, error)
+	})
+	reg, _ := w.svc.Registration(id)
+	if fn == nil || !ok || reg.PodName == "" {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		hints, found := fn(ctx, reg)
+		if !found {
+			return
+		}
+		if _, err := h.Hint(id, hints); err != nil {
+			w.a.log.WithError(err).WithField("container", id).Warn("predictor hints not applied")
+		}
+	}()
 }
 
 // predictors is what the watch needs of the per-container predictors
@@ -242,6 +282,7 @@ func (w *watch) start(id string, st *watched) bool {
 		w.tracker.Stop(id)
 		return false
 	}
+	w.applyHints(id)
 	return true
 }
 
