@@ -46,7 +46,8 @@ func (a *Agent) listenAPI() (*apiServer, error) {
 	mux.HandleFunc("GET "+client.PathStatus, a.handleStatus)
 	mux.HandleFunc("GET "+client.PathProfiles, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, a.part.Profiles()) })
 	a.mountExtraRoutes(mux)
-	return &apiServer{a: a, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+	return &apiServer{a: a, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: apiReadTimeout, IdleTimeout: apiIdleTimeout}}, nil
 }
 
 func (s *apiServer) serve(ctx context.Context) error {
@@ -90,7 +91,7 @@ func (a *Agent) handleFree(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, err)
 		return
 	}
-	err := a.Free(r.Context(), req.Name)
+	err := a.FreeLease(r.Context(), req.Name, req.Lease)
 	switch {
 	case errors.Is(err, partitioner.ErrUnknownInstance):
 		writeErr(w, http.StatusNotFound, err)
@@ -106,6 +107,15 @@ func (a *Agent) handleFree(w http.ResponseWriter, r *http.Request) {
 func (a *Agent) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, a.Status())
 }
+
+// A request's body must arrive within apiReadTimeout of its start (the API
+// takes a few fields), and an idle connection is closed after
+// apiIdleTimeout: a caller that opens connections and trickles nothing holds
+// no goroutine or descriptor for long. Variables for the tests.
+var (
+	apiReadTimeout = 10 * time.Second
+	apiIdleTimeout = time.Minute
+)
 
 // maxBody bounds request bodies: the API only ever takes a few fields.
 const maxBody = 64 << 10

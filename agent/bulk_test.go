@@ -19,13 +19,16 @@ import (
 // instance. One grows through to capacity in 16 MiB calls and must be marked
 // before it gets there. Two stop at 88%: one in 16 MiB calls, which reads as
 // growth heading for the OOM and is marked; one in 256 MiB calls, a load,
-// which is not. The agent's settings for seconds, on 20 ms bins.
+// which is not. The agent's settings for seconds, on 20 ms bins. The
+// simulated driver reports the same figures as the shim: the shim's never
+// count above NVML's.
 func TestAllocationCallsTellALoadFromGrowth(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	e.cfg.Predictor = func(c predictor.Config) predictor.Config {
 		c.Bin = 0.02
 		return predictor.ForSeconds(c)
 	}
+	e.cfg.PollEvery = 10 * time.Millisecond
 	a := e.start(t)
 	c := runAgent(t, a)
 	type feed struct {
@@ -33,6 +36,7 @@ func TestAllocationCallsTellALoadFromGrowth(t *testing.T) {
 		call, stop float64 // bytes per allocation call; where the rise stops (share of capacity)
 		conn       *net.UnixConn
 		capacity   float64
+		gpu, giid  int
 	}
 	feeds := []*feed{{id: "grower", call: 16 << 20, stop: 1}, {id: "small-calls", call: 16 << 20, stop: 0.88}, {id: "loader", call: 256 << 20, stop: 0.88}}
 	for _, f := range feeds {
@@ -45,6 +49,11 @@ func TestAllocationCallsTellALoadFromGrowth(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.capacity = float64(total)
+		held, err := a.part.Find(in.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.gpu, f.giid = held.GPU, held.GIID
 		ep := registerWith(t, a.cfg.Socket, map[string]any{"id": f.id, "pid": os.Getpid(), "migUUIDs": []string{in.UUID}})
 		if f.conn, err = net.DialUnix("unixgram", nil, &net.UnixAddr{Name: ep.Socket, Net: "unixgram"}); err != nil {
 			t.Fatal(err)
@@ -67,6 +76,9 @@ func TestAllocationCallsTellALoadFromGrowth(t *testing.T) {
 				continue
 			}
 			cur := uint64(share * f.capacity)
+			if err := e.node.SetInstanceMemoryUsed(f.gpu, f.giid, cur); err != nil {
+				t.Fatal(err)
+			}
 			m := telemetry.Message{Seq: seq, PID: uint32(os.Getpid()), Current: cur, Peak: cur, Allocs: 1 + uint64(float64(cur)/f.call)}
 			if _, err := f.conn.Write(telemetry.Encode(buf, m)); err != nil {
 				t.Fatalf("%s: send: %v", f.id, err)

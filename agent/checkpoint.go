@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +32,9 @@ type Holder struct {
 	Owner   string    `json:"owner"`
 	Profile string    `json:"profile"`
 	Since   time.Time `json:"since"`
+	// Lease names a local holding (the alloc's answer carries it), so a
+	// free by that holder stays idempotent across a restart.
+	Lease string `json:"lease,omitempty"`
 }
 
 // checkpointStore writes the checkpoint atomically and durably: a crash
@@ -36,11 +42,48 @@ type Holder struct {
 type checkpointStore struct {
 	path string
 	mu   sync.Mutex
+
+	leaseMu sync.Mutex
+	leases  map[string]string // MIG UUID -> lease of its local holder
+}
+
+// newLease names one local holding: 128 random bits, hex.
+func newLease() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("lease: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func (c *checkpointStore) lease(uuid string) string {
+	c.leaseMu.Lock()
+	defer c.leaseMu.Unlock()
+	return c.leases[uuid]
+}
+
+// setLease records uuid's lease; "" forgets it.
+func (c *checkpointStore) setLease(uuid, lease string) {
+	c.leaseMu.Lock()
+	defer c.leaseMu.Unlock()
+	if c.leases == nil {
+		c.leases = map[string]string{}
+	}
+	if lease == "" {
+		delete(c.leases, uuid)
+		return
+	}
+	c.leases[uuid] = lease
 }
 
 func newCheckpointStore(dir string) (*checkpointStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory %s: %w", dir, err)
+	}
+	// MkdirAll leaves an existing directory as it is (a hostPath or the
+	// simulated GPUs' root may have made it 0755): the state is root's only.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, "checkpoint.json")
 	atomicfile.RemoveStaleTemps(path)
@@ -82,7 +125,14 @@ func (c *checkpointStore) Load() (Checkpoint, error) {
 		return cp, fmt.Errorf("read checkpoint %s: version %d, this agent reads %d", c.path, cp.Version, checkpointVersion)
 	}
 	if cp.Holders == nil {
-		cp.Holders = map[string]Holder{}
+		// {"version":1} or "holders":null is not "nobody holds anything":
+		// a checkpoint always writes its holders, {} when there are none.
+		return empty, fmt.Errorf("read checkpoint %s: %w: no holders", c.path, errCorruptCheckpoint)
+	}
+	for uuid, h := range cp.Holders {
+		if err := validHolder(uuid, h); err != nil {
+			return empty, fmt.Errorf("read checkpoint %s: %w: %w", c.path, errCorruptCheckpoint, err)
+		}
 	}
 	return cp, nil
 }
@@ -111,6 +161,21 @@ func (c *checkpointStore) Save(cp Checkpoint) error {
 	}
 	if err := atomicfile.WriteFile(c.path, b, 0o600, atomicfile.Options{Durable: true}); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	return nil
+}
+
+// validHolder checks what the checkpoint says of one holder as the local
+// API checks an owner: it is printed by migctl status and in logs.
+func validHolder(uuid string, h Holder) error {
+	if !strings.HasPrefix(uuid, "MIG-") || len(uuid) > 128 || strings.ContainsFunc(uuid, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return fmt.Errorf("holder key %q is not a MIG UUID", uuid)
+	}
+	if len(h.Owner) > 2*maxOwner {
+		return fmt.Errorf("instance %s: owner is %d bytes", uuid, len(h.Owner))
+	}
+	if err := validOwner(strings.TrimPrefix(h.Owner, ownerLocal+":")); err != nil {
+		return fmt.Errorf("instance %s: %w", uuid, err)
 	}
 	return nil
 }

@@ -114,7 +114,11 @@ type Config struct {
 const DefaultCapsDir = "/proc/driver/nvidia/capabilities"
 
 // DefaultMetricsAddr is the standard install's metrics and probe address.
-const DefaultMetricsAddr = ":9477"
+// It is loopback only: metrics and probes say which containers run where
+// and how much memory they use, and a host install (systemd) has no reason
+// to publish them on every interface. The chart passes --metrics-addr=:PORT,
+// since Prometheus and the kubelet's probes reach the pod over its network.
+const DefaultMetricsAddr = "127.0.0.1:9477"
 
 // TelemetryOff as TelemetryDir turns telemetry and prediction off.
 const TelemetryOff = "off"

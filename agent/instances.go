@@ -162,15 +162,22 @@ func (a *Agent) prefer(profile string, available, mustInclude []string, size int
 func (a *Agent) persist() error {
 	a.persistMu.Lock()
 	defer a.persistMu.Unlock()
+	return a.persistExcept("")
+}
+
+// persistExcept saves every in-use instance but except (a free saves the
+// checkpoint without its instance before releasing it). The caller holds
+// persistMu.
+func (a *Agent) persistExcept(except string) error {
 	cp := Checkpoint{Holders: map[string]Holder{}}
 	a.mu.Lock()
 	old := a.holders
 	a.mu.Unlock()
 	for _, in := range a.part.Instances() {
-		if in.State != partitioner.InUse {
+		if in.State != partitioner.InUse || in.UUID == except {
 			continue
 		}
-		h := Holder{Owner: in.Owner, Profile: in.Profile, Since: time.Now().UTC()}
+		h := Holder{Owner: in.Owner, Profile: in.Profile, Since: time.Now().UTC(), Lease: a.ckpt.lease(in.UUID)}
 		if prev, ok := old[in.UUID]; ok && prev.Owner == in.Owner {
 			h.Since = prev.Since
 		}

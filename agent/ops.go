@@ -38,15 +38,21 @@ func (a *Agent) Alloc(ctx context.Context, req client.AllocRequest) (client.Allo
 		return client.AllocResponse{}, err
 	}
 	a.localServed(owner, req.Profile)
-	if err := a.persist(); err != nil {
+	lease, err := newLease()
+	if err == nil {
+		a.ckpt.setLease(in.UUID, lease)
+		err = a.persist()
+	}
+	if err != nil {
 		// Unrecorded means unsafe to hand out: give it back.
+		a.ckpt.setLease(in.UUID, "")
 		a.part.Release(in.UUID)
 		return client.AllocResponse{}, fmt.Errorf("alloc %s: %w", req.Profile, err)
 	}
 	name, _ := a.cdiName(in.UUID)
 	a.log.WithFields(logrus.Fields{"uuid": in.UUID, "profile": in.Profile, "gpu": in.GPU, "owner": owner, "plan": plan.String()}).Info("allocated")
 	return client.AllocResponse{UUID: in.UUID, CDIName: name, Profile: in.Profile, GPU: in.GPU,
-		Start: in.Placement.Start, Size: in.Placement.Size, Steps: len(plan.Steps)}, nil
+		Start: in.Placement.Start, Size: in.Placement.Size, Steps: len(plan.Steps), Lease: lease}, nil
 }
 
 // errBadRequest marks a request the local API refuses as malformed (400).
@@ -75,28 +81,63 @@ func validOwner(owner string) error {
 
 // Free releases a locally held instance and destroys it, removing its spec.
 // Instances the kubelet holds are refused: they go back when their pod ends.
-func (a *Agent) Free(ctx context.Context, name string) error {
+// It is the FreeLease of no lease: whoever holds the instance locally loses it.
+func (a *Agent) Free(ctx context.Context, name string) error { return a.FreeLease(ctx, name, "") }
+
+// FreeLease releases a locally held instance, all or nothing: the checkpoint
+// without it is saved first, and only then is it released, so a failed free
+// (a full disk) leaves it held and an error, never released behind an error
+// that invites a retry. With a lease (from the alloc's answer) the free is
+// idempotent for that holder: once the instance is no longer held under that
+// lease (freed already, then maybe given to someone else) it does nothing.
+// Destroying the released instance is housekeeping: a failure there is
+// logged, and the free has still happened.
+func (a *Agent) FreeLease(ctx context.Context, name, lease string) error {
 	uuid := name
 	if _, dev, ok := strings.Cut(name, "="); ok {
 		uuid = a.uuidOfCDIDevice(dev)
 	}
-	in, err := a.part.Find(uuid)
-	if err != nil {
-		return fmt.Errorf("free %s: %w", name, err)
-	}
-	if in.State == partitioner.InUse && !strings.HasPrefix(in.Owner, ownerLocal) {
-		return fmt.Errorf("free %s: held by %s, not by a local user: %w", name, in.Owner, partitioner.ErrInstanceInUse)
-	}
-	if _, err := a.part.Release(uuid); err != nil {
-		return fmt.Errorf("free %s: %w", name, err)
-	}
-	if err := a.persist(); err != nil {
-		return fmt.Errorf("free %s: %w", name, err)
+	released, err := a.release(name, uuid, lease)
+	if err != nil || !released {
+		return err
 	}
 	if err := a.part.Destroy(ctx, uuid); err != nil {
-		return fmt.Errorf("free %s: released, but not destroyed: %w", name, err)
+		a.log.WithError(err).WithField("uuid", uuid).Warn("free: released, but not destroyed; it stays idle")
 	}
 	return nil
+}
+
+// release is the free's decision and its effect, under persistMu so no
+// other checkpoint write can come between them. It reports whether there
+// is an instance to destroy.
+func (a *Agent) release(name, uuid, lease string) (bool, error) {
+	a.persistMu.Lock()
+	defer a.persistMu.Unlock()
+	in, err := a.part.Find(uuid)
+	if err != nil {
+		if lease != "" && errors.Is(err, partitioner.ErrUnknownInstance) {
+			return false, nil // freed and destroyed already
+		}
+		return false, fmt.Errorf("free %s: %w", name, err)
+	}
+	if lease != "" && (in.State != partitioner.InUse || a.ckpt.lease(uuid) != lease) {
+		return false, nil // this holder freed it already
+	}
+	if in.State == partitioner.InUse && !strings.HasPrefix(in.Owner, ownerLocal) {
+		return false, fmt.Errorf("free %s: held by %s, not by a local user: %w", name, in.Owner, partitioner.ErrInstanceInUse)
+	}
+	if in.State == partitioner.InUse {
+		if err := a.persistExcept(uuid); err != nil {
+			return false, fmt.Errorf("free %s: nothing released: %w", name, err)
+		}
+		// Nothing else releases a local holding, and persistMu keeps other
+		// frees out: it is still ours to release.
+		if _, err := a.part.Release(uuid); err != nil {
+			return false, fmt.Errorf("free %s: %w", name, err)
+		}
+		a.ckpt.setLease(uuid, "")
+	}
+	return true, nil
 }
 
 // uuidOfCDIDevice maps a CDI device name back to its MIG UUID.

@@ -66,6 +66,7 @@ func (a *Agent) recover(ctx context.Context) error {
 			return err
 		}
 		a.holders[uuid] = h
+		a.ckpt.setLease(uuid, h.Lease)
 	}
 	if a.pods != nil {
 		assigned, err := a.assigned(ctx)

@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry"
 )
@@ -78,6 +82,7 @@ func (a *Agent) OnFailOpen(fn func(c telemetry.Registration, reason string)) {
 type watched struct {
 	first          time.Time
 	shim, nvml     uint64 // latest used bytes by source
+	shimSeen       bool
 	requested      uint64
 	allocs         uint64 // the shim's driver allocation calls so far
 	lastObservedAt time.Time
@@ -132,11 +137,11 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 		w.started[id] = st
 	}
 	if s.Source == telemetry.SourceShim {
-		st.shim, st.requested, st.allocs = s.UsedBytes, s.RequestedBytes, s.Allocs
+		st.shim, st.requested, st.allocs, st.shimSeen = s.UsedBytes, s.RequestedBytes, s.Allocs, true
 	} else {
 		st.nvml = s.UsedBytes
 	}
-	used, requested, allocs, t := max(st.shim, st.nvml), st.requested, st.allocs, s.At.Sub(st.first).Seconds()
+	used, requested, allocs, t := w.used(st), st.requested, st.allocs, s.At.Sub(st.first).Seconds()
 	if !s.At.After(st.lastObservedAt) && !needStart {
 		w.mu.Unlock()
 		return // the predictor needs time to move forward
@@ -162,6 +167,24 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 			go w.notifyMark(id, d, subs)
 		}
 	}
+}
+
+// used is the memory the predictor sees. The shim runs inside the container
+// and may lie; NVML is the driver's word. The shim's figure sharpens NVML's
+// (it is the program's own allocations, without the context and other
+// processes) but never outvotes it: it counts only up to what NVML last
+// reported, so one datagram claiming 5 GiB on an instance the driver sees
+// empty moves nothing. Until NVML has reported, nothing counts. Simulated
+// GPUs are the exception: their driver cannot see what a container
+// allocates, so there the shim's figure stands alone.
+func (w *watch) used(st *watched) uint64 {
+	if w.a.cfg.Simulate != "" {
+		return max(st.shim, st.nvml)
+	}
+	if st.shimSeen {
+		return min(st.shim, st.nvml)
+	}
+	return st.nvml
 }
 
 // notifyMark hands a mark to the subscribers with the container's identity.
@@ -287,8 +310,51 @@ func (w *watch) Marks() map[string]client.Mark {
 // telemetryRoutes serves the hook's registration, migctl top, and marks.
 func (w *watch) routes(mux *http.ServeMux) {
 	h := w.svc.Handler()
+	mux.Handle("POST "+client.PathContainers, w.heldInstancesOnly(h))
 	mux.Handle(client.PathContainers, h)
 	mux.Handle(client.PathContainers+"/", h)
 	mux.Handle("GET "+client.PathTop, h)
 	mux.HandleFunc("GET "+client.PathMarks, func(rw http.ResponseWriter, _ *http.Request) { writeJSON(rw, http.StatusOK, w.Marks()) })
+}
+
+// heldInstancesOnly lets a registration through with only the MIG instances
+// that exist on this node and are held (by a pod or a local user): the
+// container names them (its environment), and a name of an instance it was
+// not given, or of none at all, must not tie its telemetry, and its marks,
+// to that instance. A registration left with none is refused, and the hook
+// then starts the container without telemetry.
+func (w *watch) heldInstancesOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var reg telemetry.Registration
+		dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, telemetry.MaxRequestBytes))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&reg); err != nil {
+			writeErr(rw, http.StatusBadRequest, fmt.Errorf("decoding registration: %w", err))
+			return
+		}
+		var held, refused []string
+		for _, u := range reg.MIGUUIDs {
+			if in, err := w.a.part.Find(u); err == nil && in.State == partitioner.InUse {
+				held = append(held, u)
+			} else {
+				refused = append(refused, u)
+			}
+		}
+		if len(refused) > 0 {
+			w.a.log.WithFields(logrus.Fields{"container": reg.ID, "refused": refused}).Warn("registration names MIG instances not held on this node; ignoring them")
+		}
+		if len(held) == 0 {
+			writeErr(rw, http.StatusBadRequest, fmt.Errorf("registration of %q names no MIG instance held on this node", reg.ID))
+			return
+		}
+		reg.MIGUUIDs = held
+		body, err := json.Marshal(reg)
+		if err != nil {
+			writeErr(rw, http.StatusInternalServerError, err)
+			return
+		}
+		r2 := r.Clone(r.Context())
+		r2.Body, r2.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		next.ServeHTTP(rw, r2)
+	})
 }

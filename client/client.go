@@ -48,6 +48,13 @@ func (c *Client) Free(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodPost, PathFree, FreeRequest{Name: name}, nil)
 }
 
+// FreeLease releases the instance of one alloc, named by its answer's lease:
+// a retry after a lost answer is a no-op once the instance is free, and it
+// never frees the instance's next holder.
+func (c *Client) FreeLease(ctx context.Context, r AllocResponse) error {
+	return c.do(ctx, http.MethodPost, PathFree, FreeRequest{Name: r.UUID, Lease: r.Lease}, nil)
+}
+
 // Status reads the node's GPUs and instances.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status

@@ -28,12 +28,19 @@ type AllocResponse struct {
 	Start   int    `json:"start"`
 	Size    int    `json:"size"`
 	Steps   int    `json:"steps"` // NVML creates and destroys it took
+	// Lease names this holding: a free that carries it releases the
+	// instance only while this holder still has it, so a retried free never
+	// touches the instance's next holder.
+	Lease string `json:"lease,omitempty"`
 }
 
 // FreeRequest releases and destroys an instance, named by its CDI name or
 // MIG UUID.
 type FreeRequest struct {
 	Name string `json:"name"`
+	// Lease, from the alloc's answer, makes the free idempotent for this
+	// holder: once the holder no longer holds the instance it is a no-op.
+	Lease string `json:"lease,omitempty"`
 }
 
 // Status is the whole node: GPUs with their reachability, and instances.

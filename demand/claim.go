@@ -24,6 +24,10 @@ const (
 	AnnotationProvisionedAt = "migpro.dev/provisioned-at"
 )
 
+// maxClaimSkew is how far ahead of this node's clock a claim's times may
+// be (clocks differ a little) before the claim counts as expired.
+const maxClaimSkew = time.Minute
+
 // claim is what a pod's annotations say about who serves it.
 type claim struct {
 	by            string
@@ -57,6 +61,10 @@ func (c claim) expired(now time.Time, claimTimeout, scheduleTimeout time.Duratio
 	switch {
 	case c.bad != "":
 		return "unreadable claim: " + c.bad
+	case c.at.After(now.Add(maxClaimSkew)) || c.provisionedAt.After(now.Add(maxClaimSkew)):
+		// A claim dated in the future would never time out: a node that
+		// writes one would stall the pod's provisioning on every node.
+		return fmt.Sprintf("%s dated its claim in the future (%s)", c.by, c.at.Format(time.RFC3339))
 	case c.provisionedAt.IsZero() && now.Sub(c.at) > claimTimeout:
 		return fmt.Sprintf("%s did not provision within %v", c.by, claimTimeout)
 	case !c.provisionedAt.IsZero() && now.Sub(c.provisionedAt) > scheduleTimeout:

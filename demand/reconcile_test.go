@@ -171,6 +171,9 @@ func TestStaleClaimsAreTakenOver(t *testing.T) {
 		{"not provisioned in time", []runtime.Object{readyNode("node-b"), claimedPod("p", "node-b", t0.Add(-2*time.Minute))}, true},
 		{"provisioned, not scheduled in time", []runtime.Object{readyNode("node-b"), provisioned}, true},
 		{"unreadable claim", []runtime.Object{readyNode("node-b"), garbled}, true},
+		// A claim dated in the future never timed out: provisioning for
+		// the pod stalled on every node (issue 33).
+		{"claim dated in the future", []runtime.Object{readyNode("node-b"), claimedPod("p", "node-b", t0.Add(24*time.Hour))}, true},
 		{"fresh claim of a live node", []runtime.Object{readyNode("node-b"), claimedPod("p", "node-b", t0.Add(-30*time.Second))}, false},
 	}
 	for _, c := range cases {

@@ -300,10 +300,20 @@ func registerEvictionGuard(t *testing.T, cl *harness.Cluster, manifest, url stri
 		t.Fatal(err)
 	}
 	vwc := obj.(*admregv1.ValidatingWebhookConfiguration)
-	if len(vwc.Webhooks) != 1 || *vwc.Webhooks[0].FailurePolicy != admregv1.Fail {
-		t.Fatalf("manifest eviction guard %+v, want one webhook with failurePolicy Fail", vwc.Webhooks)
+	if len(vwc.Webhooks) == 0 {
+		t.Fatal("manifest eviction guard has no webhook")
 	}
-	vwc.Webhooks[0].ClientConfig = admregv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+	// url names the eviction guard's path; every webhook of the
+	// configuration (the recommendation guard too) is served beside it.
+	base := strings.TrimSuffix(url, "/validate-eviction")
+	for i := range vwc.Webhooks {
+		w := &vwc.Webhooks[i]
+		if *w.FailurePolicy != admregv1.Fail || w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil {
+			t.Fatalf("manifest webhook %s: want failurePolicy Fail and a service path", w.Name)
+		}
+		u := base + *w.ClientConfig.Service.Path
+		w.ClientConfig = admregv1.WebhookClientConfig{URL: &u, CABundle: caPEM}
+	}
 	if _, err := cl.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("register the eviction guard: %v", err)
 	}

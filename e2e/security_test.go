@@ -115,6 +115,16 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 		_, err := agent.CoreV1().Pods("team").Patch(ctx, "victim", types.MergePatchType, []byte(body), metav1.PatchOptions{})
 		return err
 	}
+	// A pod on the agent's own node: the only kind it may annotate.
+	mustCreate(t, func() error {
+		_, err := admin.CoreV1().Pods("team").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "team"},
+			Spec: corev1.PodSpec{NodeName: "gpu-a", Containers: []corev1.Container{{Name: "c", Image: "busybox:good"}}}}, metav1.CreateOptions{})
+		return err
+	})
+	patchMine := func(body string) error {
+		_, err := agent.CoreV1().Pods("team").Patch(ctx, "mine", types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
 
 	refused := func(what string, err error) {
 		t.Helper()
@@ -134,8 +144,9 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 	}
 
 	// Pods.
-	allowed("pod: add a migpro.dev/ annotation", patchPod(`{"metadata":{"annotations":{"migpro.dev/predicted-oom":"x"}}}`))
-	allowed("pod: remove a migpro.dev/ annotation", patchPod(`{"metadata":{"annotations":{"migpro.dev/predicted-oom":null}}}`))
+	allowed("pod on its node: add a migpro.dev/ annotation", patchMine(`{"metadata":{"annotations":{"migpro.dev/predicted-oom":"x"}}}`))
+	allowed("pod on its node: remove a migpro.dev/ annotation", patchMine(`{"metadata":{"annotations":{"migpro.dev/predicted-oom":null}}}`))
+	refused("pod on another node: add a migpro.dev/ annotation", patchPod(`{"metadata":{"annotations":{"migpro.dev/predicted-oom":"x"}}}`))
 	refused("pod: change another annotation", patchPod(`{"metadata":{"annotations":{"other.io/keep":"2"}}}`))
 	refused("pod: remove another annotation", patchPod(`{"metadata":{"annotations":{"other.io/keep":null}}}`))
 	refused("pod: change a label", patchPod(`{"metadata":{"labels":{"app":"evil"}}}`))

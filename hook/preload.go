@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,22 +39,35 @@ func readImagePreload(root *os.File, rootReal string) ([]byte, error) {
 		return nil, err
 	}
 	defer etc.Close()
-	fd, err := unix.Openat(int(etc.Fd()), filepath.Base(ContainerPreload), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	// O_PATH first: it opens no device and no FIFO (a container with
+	// CAP_MKNOD can plant either here), so the type is checked before
+	// anything is really opened. Only a regular file is then reopened, by
+	// that descriptor, for reading.
+	fd, err := unix.Openat(int(etc.Fd()), filepath.Base(ContainerPreload), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
-	}
-	if errors.Is(err, unix.ELOOP) {
-		return nil, fmt.Errorf("%w: %s is a symlink", ErrUnsafeRootfs, ContainerPreload)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("inject: reading %s: %w", ContainerPreload, err)
 	}
-	f := os.NewFile(uintptr(fd), ContainerPreload)
-	defer f.Close()
+	handle := os.NewFile(uintptr(fd), ContainerPreload)
+	defer handle.Close()
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsafeRootfs, ContainerPreload)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("inject: reading %s: %w", ContainerPreload, err)
 	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK:
+		return nil, fmt.Errorf("%w: %s is a symlink", ErrUnsafeRootfs, ContainerPreload)
+	default:
+		return nil, fmt.Errorf("%w: %s is not a regular file (mode %#o); it was not opened", ErrUnsafeRootfs, ContainerPreload, st.Mode&unix.S_IFMT)
+	}
+	f, err := pathrs.Reopen(handle, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("inject: reading %s: %w", ContainerPreload, err)
+	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxPreload+1))
 	if err != nil {
 		return nil, fmt.Errorf("inject: reading %s: %w", ContainerPreload, err)

@@ -42,7 +42,7 @@ func (s Store) RecordRun(ctx context.Context, namespace string, c Controller, ru
 	cms := s.Client.CoreV1().ConfigMaps(namespace)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		dropped = nil
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		cm, err := s.readConfigMap(ctx, namespace, name)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

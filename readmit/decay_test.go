@@ -90,7 +90,7 @@ func TestAgentRBACCoversRecordEnd(t *testing.T) {
 	role := clusterRole(t, "../deploy/kubernetes/rbac-readmit.yaml", "migpro-agent-readmit")
 	cs, m := newMarker(t, testPod(true), replicaSet(rsName, rsUID))
 	ctx := context.Background()
-	if _, err := (Store{Client: cs}).Record(ctx, ns, Controller{APIVersion: "apps/v1", Kind: "Deployment", Name: "train", UID: deployUID},
+	if _, err := (Store{Client: cs, ReadByPatch: true}).Record(ctx, ns, Controller{APIVersion: "apps/v1", Kind: "Deployment", Name: "train", UID: deployUID},
 		Rule{Container: "main", From: res1g, To: res2g}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	admregv1 "k8s.io/api/admissionregistration/v1"
@@ -121,6 +122,8 @@ func TestAdmissionManifest(t *testing.T) {
 		t.Errorf("rules %+v, want pod CREATE only", w.Rules)
 	case w.NamespaceSelector == nil || w.ObjectSelector == nil:
 		t.Error("namespaceSelector and objectSelector must be set")
+	case len(w.MatchConditions) != 1 || !strings.Contains(w.MatchConditions[0].Expression, "nvidia.com/mig-"):
+		t.Errorf("matchConditions %+v, want only pods asking for a MIG resource (issue 33 low 9)", w.MatchConditions)
 	}
 }
 
@@ -148,8 +151,19 @@ func TestEvictionGuardManifest(t *testing.T) {
 			vwc = w
 		}
 	}
-	if vwc == nil || len(vwc.Webhooks) != 1 {
-		t.Fatalf("want one ValidatingWebhookConfiguration with one webhook, got %+v", vwc)
+	if vwc == nil || len(vwc.Webhooks) != 2 {
+		t.Fatalf("want one ValidatingWebhookConfiguration with two webhooks (evictions, recommendations), got %+v", vwc)
+	}
+	rg := vwc.Webhooks[1]
+	switch {
+	case rg.FailurePolicy == nil || *rg.FailurePolicy != admregv1.Fail:
+		t.Error("the recommendation guard's failurePolicy must be Fail")
+	case rg.ClientConfig.Service == nil || rg.ClientConfig.Service.Path == nil || *rg.ClientConfig.Service.Path != "/validate-recommendation":
+		t.Error("the recommendation guard's path must be /validate-recommendation")
+	case len(rg.Rules) != 1 || len(rg.Rules[0].Resources) != 1 || rg.Rules[0].Resources[0] != "configmaps" || len(rg.Rules[0].Operations) != 2:
+		t.Errorf("recommendation guard rules %+v, want configmaps CREATE and UPDATE", rg.Rules)
+	case len(rg.MatchConditions) != 1 || rg.MatchConditions[0].Expression != "request.userInfo.username == '"+DefaultAgentUser+"'":
+		t.Errorf("recommendation guard matchConditions %+v, want the agent's user only", rg.MatchConditions)
 	}
 	w := vwc.Webhooks[0]
 	switch {

@@ -38,7 +38,7 @@ type Marker struct {
 // NewMarker returns a Marker that talks to the API server through client.
 func NewMarker(client Client, opts ...Option) *Marker {
 	st := newSettings(opts)
-	return &Marker{client: client, store: Store{Client: client}, domain: st.domain, node: st.node,
+	return &Marker{client: client, store: Store{Client: client, ReadByPatch: true}, domain: st.domain, node: st.node,
 		log: st.log, backoff: st.backoff, now: time.Now}
 }
 

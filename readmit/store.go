@@ -94,6 +94,9 @@ func (r *Recommendation) set(rule Rule) bool {
 // garbage-collected with it.
 type Store struct {
 	Client Client
+	// ReadByPatch reads with an empty patch instead of get (the agent's
+	// identity, see readConfigMap).
+	ReadByPatch bool
 }
 
 // Get returns the recommendation for a controller (keyed by its Owner), nil
@@ -107,7 +110,7 @@ func (s Store) Get(ctx context.Context, namespace string, c Controller) (*Recomm
 
 // getOwned is Get for a controller already resolved to its Owner.
 func (s Store) getOwned(ctx context.Context, namespace string, c Controller) (*Recommendation, error) {
-	cm, err := s.Client.CoreV1().ConfigMaps(namespace).Get(ctx, StoreName(c.Kind, c.Name), metav1.GetOptions{})
+	cm, err := s.readConfigMap(ctx, namespace, StoreName(c.Kind, c.Name))
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -150,7 +153,7 @@ func (s Store) Record(ctx context.Context, namespace string, c Controller, rule 
 		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 	}, func() error {
 		changed = false
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		cm, err := s.readConfigMap(ctx, namespace, name)
 		if apierrors.IsNotFound(err) {
 			rec := Recommendation{Controller: c, Rules: []Rule{rule}}
 			cm, err = newStoreConfigMap(namespace, name, rec)

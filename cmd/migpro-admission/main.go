@@ -77,6 +77,7 @@ func run(args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mutate", readmit.NewWebhook(readmit.Store{Client: cs}, readmit.WithDomain(o.domain), readmit.WithLogger(log)))
 	mux.Handle("/validate-eviction", readmit.NewEvictionGuard(cs.CoreV1(), readmit.WithAgentUsers(o.agentUser), readmit.WithLogger(log)))
+	mux.Handle("/validate-recommendation", readmit.NewRecommendationGuard(readmit.Store{Client: cs}, readmit.WithAgentUsers(o.agentUser), readmit.WithLogger(log)))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}

@@ -4,7 +4,8 @@
  * container's own unix datagram socket.
  *
  * Rules it keeps, and why:
- *  - libc and libdl only, so it loads in any glibc container image.
+ *  - libc only, so it loads in any glibc container image (libdl.so.2 may
+ *    be missing: see resolve.c).
  *  - No heap allocation and no locks on the hot path: sizes live in a fixed,
  *    lock-free open-addressing table; counters are atomics.
  *  - Never blocks the caller: sends are MSG_DONTWAIT on an unconnected
@@ -22,8 +23,10 @@
  *    inside the interval goes out, flagged, with the next sample, and the
  *    exit sample always carries the final peak.
  *  - Safe across fork and threads: a fork child starts from zero under its
- *    own pid (a pthread_atfork handler), never inherits a half-done set-up,
- *    and threads share lock-free counters.
+ *    own pid (a pthread_atfork handler, registered when the shim loads, so
+ *    it is in place even for a fork during another thread's first set-up),
+ *    never inherits a half-done set-up, and threads share lock-free counters.
+ *  - Inert in setuid programs (AT_SECURE), which read no environment.
  *
  * Wire format (v1, 80 bytes, little-endian) is described in docs/hook.md and
  * decoded by telemetry/wire.go.
@@ -34,6 +37,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -135,7 +139,7 @@ static inline void put64(unsigned char *b, unsigned long long v)
 		b[i] = (unsigned char)(v >> (8 * i));
 }
 
-void shim_reset_counters(void)
+static void shim_reset_counters(void)
 {
 	STORE(&cur_bytes, 0);
 	STORE(&peak_bytes, 0);
@@ -153,6 +157,22 @@ void shim_reset_counters(void)
 		memset(ptr_tbl, 0, sizeof ptr_tbl);
 		memset(handle_tbl, 0, sizeof handle_tbl);
 	}
+}
+
+/* The fork child runs this alone: its counters start from zero (the CUDA
+ * context does not survive fork, so the parent's bytes are not its own). */
+static void atfork_child(void)
+{
+	shim_sock_after_fork();
+	shim_reset_counters();
+}
+
+/* Registered at load, before any thread can be inside shim_init: a child
+ * forked while another thread does the first set-up gets the handler, and
+ * redoes the set-up instead of waiting forever for a thread it lacks. */
+__attribute__((constructor)) static void register_fork_handler(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
 }
 
 static void send_sample_raw(unsigned flags)

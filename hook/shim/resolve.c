@@ -68,7 +68,15 @@ static dlsym_fn real_dlsym_fn;
  * version, GLIBC_2.34, which a default link records and older glibc lacks.
  * Every glibc still exports them under the architecture's base version (in
  * libdl.so.2 before 2.34, as compat symbols of libc.so.6 since), so the shim
- * binds dlvsym to that version and links libdl.so.2 (mk/hook.mk). */
+ * binds dlvsym to that version.
+ *
+ * The shim depends on libc.so.6 alone: an image may have no libdl.so.2, and
+ * a preloaded library whose dependency is missing stops every dynamic
+ * program of the container (exit 127). So dlvsym is a weak reference: since
+ * glibc 2.34 libc provides it; before, libdl.so.2 does when the program
+ * loaded it (every program that calls dlsym or dlopen did), and otherwise
+ * it is NULL and the shim stays out of the way (no wrapper finds a real
+ * entry point, so nothing is counted and nothing changes). */
 #if defined(__x86_64__)
 #define GLIBC_BASE "GLIBC_2.2.5"
 #elif defined(__aarch64__)
@@ -76,6 +84,7 @@ static dlsym_fn real_dlsym_fn;
 #else
 #error "set GLIBC_BASE, the first glibc symbol version of this architecture"
 #endif
+#pragma weak dlvsym
 __asm__(".symver dlvsym, dlvsym@" GLIBC_BASE);
 
 /* real_dlsym finds glibc's dlsym by version, since plain dlsym is now the
@@ -85,6 +94,8 @@ static dlsym_fn real_dlsym(void)
 	dlsym_fn f = __atomic_load_n(&real_dlsym_fn, __ATOMIC_ACQUIRE);
 	if (f != NULL)
 		return f;
+	if (dlvsym == NULL)
+		return NULL; /* glibc before 2.34 and no libdl.so.2 loaded */
 	f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", GLIBC_BASE);
 	__atomic_store_n(&real_dlsym_fn, f, __ATOMIC_RELEASE);
 	return f;

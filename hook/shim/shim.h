@@ -59,9 +59,10 @@ void shim_init(void);
 int shim_socket(void);
 int shim_sendto(int fd, const void *m, size_t n);
 
-/* Zeroes the counters and size tables (migpro_shim.c); the fork child's
- * handler calls it. */
-void shim_reset_counters(void);
+/* shim_sock_after_fork resets sock.c's state in a fork child; the fork
+ * handler (migpro_shim.c, registered when the shim loads) calls it. sock.c
+ * calls nothing of migpro_shim.c. */
+void shim_sock_after_fork(void);
 
 /* The wrappers (migpro_shim.c). */
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);

@@ -1,12 +1,11 @@
 /*
  * The shim's lazy set-up and its socket: configuration from the
- * environment, the fork handler, and a datagram socket kept on a high,
+ * environment, the state a fork child resets, and a datagram socket kept on a high,
  * close-on-exec fd that is checked to still be the shim's own before each
  * send (see the rules in migpro_shim.c).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/auxv.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -83,16 +83,23 @@ static int own_socket(void)
 	return fstat_fd(sock_fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == sock_dev && st.st_ino == sock_ino;
 }
 
-/* The fork child runs this alone: its counters start from zero (the CUDA
- * context does not survive fork, so the parent's bytes are not its own),
+/* shim_sock_after_fork runs in a fork child, alone (migpro_shim.c's fork
+ * handler): the socket keeps its fd, the child reports under its own pid,
  * and a set-up the parent had in progress on another thread is redone. */
-static void atfork_child(void)
+void shim_sock_after_fork(void)
 {
 	shim_owner_pid = getpid();
 	if (__atomic_load_n(&shim_init_state, __ATOMIC_RELAXED) == 1)
 		shim_init_state = 0;
 	sock_lock = 0;
-	shim_reset_counters();
+}
+
+/* A setuid or otherwise secure program (AT_SECURE): the loader honours
+ * /etc/ld.so.preload even there, so the shim is loaded, but it stays
+ * inert: it reads no environment and sends nothing. */
+static int secure_program(void)
+{
+	return getauxval(AT_SECURE) != 0;
 }
 
 void shim_init(void)
@@ -106,10 +113,14 @@ void shim_init(void)
 			; /* another thread is a few syscalls from done */
 		return;
 	}
-	const char *path = getenv("MIGPRO_TELEMETRY_SOCKET");
+	if (secure_program()) {
+		__atomic_store_n(&shim_init_state, 2, __ATOMIC_RELEASE); /* no socket: nothing is sent */
+		return;
+	}
+	const char *path = secure_getenv("MIGPRO_TELEMETRY_SOCKET");
 	if (path == NULL || *path == '\0')
 		path = DEFAULT_SOCKET;
-	const char *iv = getenv("MIGPRO_TELEMETRY_INTERVAL_MS");
+	const char *iv = secure_getenv("MIGPRO_TELEMETRY_INTERVAL_MS");
 	if (iv != NULL && *iv != '\0') {
 		char *end;
 		unsigned long ms = strtoul(iv, &end, 10);
@@ -124,11 +135,6 @@ void shim_init(void)
 		sock_fd = open_socket();
 	}
 	shim_owner_pid = getpid();
-	static int registered;
-	if (!registered) {
-		registered = 1;
-		pthread_atfork(NULL, NULL, atfork_child);
-	}
 	__atomic_store_n(&shim_init_state, 2, __ATOMIC_RELEASE);
 }
 

@@ -16,7 +16,8 @@ import (
 var ShimCFLAGS = []string{"-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fvisibility=hidden"}
 
 // ShimLIBS are the libraries mk/hook.mk links the shim with (SHIM_LIBS).
-var ShimLIBS = []string{"-Wl,--no-as-needed", "-l:libdl.so.2"}
+// The shim needs libc alone.
+var ShimLIBS = []string{}
 
 // Artifacts are the built files, all in Dir.
 type Artifacts struct {
