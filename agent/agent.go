@@ -49,6 +49,8 @@ type Agent struct {
 	watch *watch
 	// cluster builds the link to a Kubernetes API server; nil: none.
 	cluster ClusterFunc
+	// clusterReady is the link, when it reports the API server's state.
+	clusterReady atomic.Pointer[ReadyCluster]
 
 	persistMu sync.Mutex // one persist at a time, snapshot to save
 
@@ -85,6 +87,13 @@ func WithLogger(l logrus.FieldLogger) Option { return func(a *Agent) { a.log = l
 type Cluster interface {
 	// Run serves until ctx ends.
 	Run(ctx context.Context) error
+}
+
+// ReadyCluster is a Cluster that knows whether the API server answers: the
+// agent is not ready while Ready returns an error (service.go).
+type ReadyCluster interface {
+	Cluster
+	Ready() error
 }
 
 // ClusterFunc builds the cluster link for an agent that is open and about
@@ -168,6 +177,7 @@ func (a *Agent) Open(ctx context.Context) error {
 	a.part, err = partitioner.New(timedNode{Node: a.node, m: a.metrics},
 		partitioner.WithPolicy(a.policy),
 		partitioner.WithCountedProfiles(a.cfg.Counted...),
+		partitioner.WithAllowedProfiles(a.cfg.Profiles...),
 		partitioner.WithLogger(a.log),
 		partitioner.WithBusyCheck(a.busy),
 		partitioner.WithHooks(partitioner.Hooks{AfterCreate: a.afterCreate, AfterDestroy: a.afterDestroy, Changed: a.inv.signal}))
@@ -219,6 +229,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		var err error
 		if cluster, err = a.cluster(a); err != nil {
 			return err
+		}
+		if r, ok := cluster.(ReadyCluster); ok {
+			a.clusterReady.Store(&r)
 		}
 	}
 	if p := a.foreignPluginSocket(); p != "" {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -47,6 +48,48 @@ func (a *Agent) specPaths() gpu.DriverPaths {
 	return p
 }
 
+// NoCDIHook as --nvidia-cdi-hook-path leaves NVIDIA's hooks out of the
+// specs on purpose.
+const NoCDIHook = "none"
+
+// CDIHookStatus is what the agent found of nvidia-cdi-hook at start.
+type CDIHookStatus struct {
+	// Use is true when the specs call the hook.
+	Use bool
+	// Message says in one line what is missing and what to do; empty when
+	// the hook is there or left out on purpose.
+	Message string
+}
+
+// ResolveCDIHook checks that the nvidia-cdi-hook the specs would name
+// exists. A spec naming a missing hook makes every container with a migpro
+// device fail to start (the runtime cannot exec the hook), so when it is
+// missing the specs leave NVIDIA's hooks out instead: containers start, and
+// lack only the hooks' work (the driver libraries' .so links, the ldcache
+// update, the CUDA compat libraries). The simulated driver needs none of it.
+func ResolveCDIHook(cfg Config) CDIHookStatus {
+	path := cfg.NVIDIACDIHookPath
+	if path == "" {
+		path = cdi.DefaultNVIDIACDIHookPath
+	}
+	if path == NoCDIHook {
+		return CDIHookStatus{}
+	}
+	check := cfg.NVIDIACDIHookCheck
+	if check == "" {
+		check = path
+	}
+	fi, err := os.Stat(check)
+	if err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return CDIHookStatus{Use: true}
+	}
+	if cfg.Simulate != "" {
+		return CDIHookStatus{Message: fmt.Sprintf("nvidia-cdi-hook not found at %s: the simulated driver's CDI specs leave NVIDIA's hooks out (it needs none)", check)}
+	}
+	return CDIHookStatus{Message: fmt.Sprintf("nvidia-cdi-hook not found at %s: CDI specs leave NVIDIA's hooks out, so containers start without the driver libraries' links and ldcache update; "+
+		"install NVIDIA's container toolkit (package nvidia-container-toolkit-base) or set --nvidia-cdi-hook-path to the hook (--nvidia-cdi-hook-path=%s: leave the hooks out without this warning)", check, NoCDIHook)}
+}
+
 // cdiDriver makes the driver's part of the CDI specs (see docs/cdi.md) from
 // the agent's own NVML: the simulated one when simulating, the real one
 // otherwise.
@@ -70,9 +113,20 @@ func (a *Agent) cdiDriver() (cdi.Driver, error) {
 	}
 	driverRoot := a.driverRoot()
 	log := a.log.WithField("driver_root", driverRoot)
-	d, err := cdi.NewNVIDIADriver(lib, cdi.WithDriverRoot(driverRoot), cdi.WithDevRoot(a.devRoot()),
+	opts := []cdi.DriverOption{cdi.WithDriverRoot(driverRoot), cdi.WithDevRoot(a.devRoot()),
 		cdi.WithHostDriverRoot(a.cfg.HostDriverRoot), cdi.WithHookPath(a.cfg.NVIDIACDIHookPath), cdi.WithDeviceEdits(deviceEdits),
-		cdi.WithDriverLogger(a.log))
+		cdi.WithDriverLogger(a.log)}
+	if hook := ResolveCDIHook(a.cfg); !hook.Use {
+		opts = append(opts, cdi.WithoutHooks())
+		switch {
+		case hook.Message == "":
+		case a.cfg.Simulate != "":
+			log.Info(hook.Message)
+		default:
+			log.Warn(hook.Message)
+		}
+	}
+	d, err := cdi.NewNVIDIADriver(lib, opts...)
 	if err == nil {
 		_, err = d.CommonEdits()
 	}

@@ -64,6 +64,12 @@ type Config struct {
 	// driver root elsewhere (empty: DriverRoot itself).
 	HostDriverRoot    string
 	NVIDIACDIHookPath string
+	// NVIDIACDIHookCheck is where the agent itself sees NVIDIACDIHookPath,
+	// to check at start that it exists (empty: NVIDIACDIHookPath; an agent
+	// in a container sees the host's file under a mount). When it does not
+	// exist, or NVIDIACDIHookPath is "none", the specs leave NVIDIA's hooks
+	// out (see ResolveCDIHook).
+	NVIDIACDIHookCheck string
 
 	// PluginDir is the kubelet's device-plugin directory; empty turns the
 	// device plugins off (podman/containerd-only hosts).
@@ -81,6 +87,9 @@ type Config struct {
 	Policy string
 	// Counted restricts the profiles reachability counts (default all).
 	Counted []string
+	// Profiles is the admin's allow-list: the only profiles the agent
+	// creates and advertises (default: every profile the GPUs offer).
+	Profiles []string
 	// WarmPool keeps idle instances ready, profile -> count on the node.
 	WarmPool map[string]int
 	// IdleTimeout destroys instances idle for longer (0: only when their

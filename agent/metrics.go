@@ -2,11 +2,10 @@ package agent
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/migpro/migpro/partitioner"
 )
 
 // metrics are the agent's own Prometheus families. The registry they live
@@ -54,7 +53,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer, a *Agent) error {
-	for _, c := range []prometheus.Collector{m.nvmlOps, m.nvmlSeconds, m.demand, m.allocate, m.marks, m.readmissions, instancesCollector{a}, waitingCollector{a}} {
+	for _, c := range []prometheus.Collector{m.nvmlOps, m.nvmlSeconds, m.demand, m.allocate, m.marks, m.readmissions, &instancesCollector{a: a}, waitingCollector{a}} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -91,30 +90,29 @@ func WithRegistry(r *prometheus.Registry) Option { return func(a *Agent) { a.reg
 
 // instancesCollector reports the instances by GPU, profile and state at
 // scrape time, from the partitioner's own records, so the gauge can never
-// drift from what the agent serves.
-type instancesCollector struct{ a *Agent }
+// drift from what the agent serves. A (GPU, profile, state) appears once an
+// instance has been in it, and then stays, at zero when none is: a node
+// reports the few profiles it uses, not every profile times every state
+// (3 GPUs x 13 profiles x 3 states were 117 series, nearly all zero).
+type instancesCollector struct {
+	a    *Agent
+	mu   sync.Mutex
+	seen map[instanceKey]bool
+}
+
+type instanceKey struct {
+	gpu            int
+	profile, state string
+}
 
 var instancesDesc = prometheus.NewDesc("migpro_instances",
-	"MIG instances by GPU, profile and state (idle, in-use, unhealthy, creating, destroying).",
+	"MIG instances by GPU, profile and state (idle, in-use, unhealthy, creating, destroying); a combination appears once an instance has been in it.",
 	[]string{"gpu", "profile", "state"}, nil)
 
-func (instancesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- instancesDesc }
+func (*instancesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- instancesDesc }
 
-func (c instancesCollector) Collect(ch chan<- prometheus.Metric) {
-	type key struct {
-		gpu            int
-		profile, state string
-	}
-	counts := map[key]int{}
-	// Every offered profile on every GPU shows up, at zero if need be, so a
-	// dashboard sees the family before the first instance.
-	for _, d := range c.a.node.Devices() {
-		for _, p := range c.a.part.Profiles() {
-			for _, s := range []string{string(partitioner.Idle), string(partitioner.InUse), "unhealthy"} {
-				counts[key{d.Index(), p, s}] += 0
-			}
-		}
-	}
+func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[instanceKey]int{}
 	insts := c.a.part.Instances()
 	c.a.mu.Lock()
 	for _, in := range insts {
@@ -122,9 +120,20 @@ func (c instancesCollector) Collect(ch chan<- prometheus.Metric) {
 		if !c.a.healthyLocked(in) {
 			state = "unhealthy"
 		}
-		counts[key{in.GPU, in.Profile, state}]++
+		counts[instanceKey{in.GPU, in.Profile, state}]++
 	}
 	c.a.mu.Unlock()
+	c.mu.Lock()
+	if c.seen == nil {
+		c.seen = map[instanceKey]bool{}
+	}
+	for k := range counts {
+		c.seen[k] = true
+	}
+	for k := range c.seen {
+		counts[k] += 0
+	}
+	c.mu.Unlock()
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n), strconv.Itoa(k.gpu), k.profile, k.state)
 	}

@@ -72,8 +72,9 @@ func (s *serviceServer) serve(ctx context.Context) error {
 }
 
 // Ready says why the agent is not ready to serve, or nil: every part is
-// running, NVML answers for every GPU, and, where a kubelet is there, every
-// device plugin is registered with it.
+// running, NVML answers for every GPU, the API server answers (where the
+// agent has one), and, where a kubelet is there, every device plugin is
+// registered with it.
 func (a *Agent) Ready() error {
 	if !a.running.Load() {
 		return errors.New("not running")
@@ -81,6 +82,11 @@ func (a *Agent) Ready() error {
 	for _, d := range a.node.Devices() {
 		if _, err := d.MIGEnabled(); err != nil {
 			return fmt.Errorf("NVML: GPU %d: %w", d.Index(), err)
+		}
+	}
+	if c := a.clusterReady.Load(); c != nil {
+		if err := (*c).Ready(); err != nil {
+			return fmt.Errorf("API server: %w", err)
 		}
 	}
 	mgr := a.plugins.Load()

@@ -81,10 +81,13 @@ func TestMetricsEndpointFollowsActions(t *testing.T) {
 	_, before := get(t, a, PathMetrics)
 	idle := `gpu="0",profile="2g\.10gb",state="idle"`
 	inUse := `gpu="0",profile="2g\.10gb",state="in-use"`
-	if v := sample(t, before, "migpro_instances", idle); v != 0 {
-		t.Fatalf("idle 2g.10gb before any action = %v, want 0:\n%s", v, before)
+	if v := sample(t, before, "migpro_instances", idle); v != -1 {
+		t.Fatalf("idle 2g.10gb before any action = %v, want no series (only combinations that had an instance):\n%s", v, before)
 	}
-	for _, fam := range []string{"migpro_telemetry_datagrams_total", "migpro_predictor_marks_total", "migpro_instances"} {
+	if n := strings.Count(before, "\nmigpro_instances{"); n != 0 {
+		t.Fatalf("%d migpro_instances series before any instance, want 0", n)
+	}
+	for _, fam := range []string{"migpro_telemetry_datagrams_total", "migpro_predictor_marks_total"} {
 		if !strings.Contains(before, "# TYPE "+fam+" ") {
 			t.Errorf("family %s missing", fam)
 		}
@@ -110,7 +113,10 @@ func TestMetricsEndpointFollowsActions(t *testing.T) {
 	}
 	_, after := get(t, a, PathMetrics)
 	if v := sample(t, after, "migpro_instances", inUse); v != 0 {
-		t.Fatalf("in-use 2g.10gb after free = %v, want 0", v)
+		t.Fatalf("in-use 2g.10gb after free = %v, want 0 (the series stays)", v)
+	}
+	if n := strings.Count(after, "\nmigpro_instances{"); n > 2 {
+		t.Fatalf("%d migpro_instances series after one instance came and went, want at most 2 (in-use, idle)", n)
 	}
 	if v := sample(t, after, "migpro_nvml_operations_total", `operation="destroy_gpu_instance",result="ok"`); v != 1 {
 		t.Fatalf("GPU instance destroys = %v, want 1", v)

@@ -104,6 +104,9 @@ func (a *Agent) startTelemetry(reg prometheus.Registerer) error {
 	}
 	svc.OnSample(w.onSample)
 	svc.OnDeregister(w.onContainerEnd)
+	if reg != nil {
+		reg.MustRegister(containerMemoryCollector{w})
+	}
 	a.watch = w
 	return nil
 }

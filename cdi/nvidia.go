@@ -38,8 +38,15 @@ type driverConfig struct {
 	devRoot     string
 	hookPath    string
 	deviceEdits bool
+	noHooks     bool
 	log         logrus.FieldLogger
 }
+
+// WithoutHooks leaves nvidia-cdi-hook out of the edits, for a host that
+// does not have it: a container whose spec names a missing hook cannot
+// start, one without the hooks starts without the driver's library links
+// and ldcache update (agent.ResolveCDIHook decides).
+func WithoutHooks() DriverOption { return func(c *driverConfig) { c.noHooks = true } }
 
 // WithDriverRoot sets where the driver's libraries and binaries are installed
 // (default DefaultDriverRoot).
@@ -79,6 +86,7 @@ type NVIDIADriver struct {
 	toHost      transform.Transformer
 	version     string
 	deviceEdits bool
+	noHooks     bool
 	minorsFile  string
 	log         logrus.FieldLogger
 
@@ -147,7 +155,7 @@ func NewNVIDIADriver(lib nvml.Interface, opts ...DriverOption) (*NVIDIADriver, e
 		toHost = transformroot.New(transformroot.WithRoot(c.driverRoot), transformroot.WithTargetRoot(c.hostRoot),
 			transformroot.WithRelativeTo("host"))
 	}
-	return &NVIDIADriver{lib: cdiLib, toHost: toHost, version: version, deviceEdits: c.deviceEdits, minorsFile: defaultMIGMinorsFile, log: log}, nil
+	return &NVIDIADriver{lib: cdiLib, toHost: toHost, version: version, deviceEdits: c.deviceEdits, noHooks: c.noHooks, minorsFile: defaultMIGMinorsFile, log: log}, nil
 }
 
 // driverVersion asks NVML for the driver version, e.g. "570.86.15".
@@ -194,6 +202,9 @@ func (d *NVIDIADriver) discoverCommon() (specs.ContainerEdits, error) {
 
 // onHost rewrites the edits' paths under the driver root to the host's.
 func (d *NVIDIADriver) onHost(e specs.ContainerEdits) (specs.ContainerEdits, error) {
+	if d.noHooks {
+		e.Hooks = nil
+	}
 	if d.toHost == nil {
 		return e, nil
 	}

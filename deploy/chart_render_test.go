@@ -22,7 +22,9 @@ type rendered struct {
 	kinds []string                  // every document's kind, in order
 	docs  map[string][]byte         // kind/name -> YAML
 	other map[string]map[string]any // kind/name -> objects of kinds client-go does not know
-	ds    *appsv1.DaemonSet
+	ds    *appsv1.DaemonSet         // the first (default) agent DaemonSet
+	dss   []*appsv1.DaemonSet       // every agent DaemonSet (one per node configuration)
+	out   string                    // the whole render
 }
 
 func renderChart(t *testing.T, args ...string) rendered {
@@ -35,7 +37,7 @@ func renderChart(t *testing.T, args ...string) rendered {
 	if err != nil {
 		t.Fatalf("helm template %v: %v\n%s", args, err, stderr.String())
 	}
-	r := rendered{docs: map[string][]byte{}, other: map[string]map[string]any{}}
+	r := rendered{docs: map[string][]byte{}, other: map[string]map[string]any{}, out: string(out)}
 	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
 		var meta struct {
 			Kind     string `json:"kind"`
@@ -59,7 +61,10 @@ func renderChart(t *testing.T, args ...string) rendered {
 			continue
 		}
 		if ds, ok := obj.(*appsv1.DaemonSet); ok {
-			r.ds = ds
+			r.dss = append(r.dss, ds)
+			if r.ds == nil {
+				r.ds = ds
+			}
 		}
 	}
 	if r.ds == nil {

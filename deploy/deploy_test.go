@@ -76,13 +76,13 @@ func TestSystemdUnitUsesRealFlags(t *testing.T) {
 	}
 }
 
-// agentFlagNames reads migpro-agent's flags from its -h output.
+// agentFlagNames reads migpro-agent's double-dash flags from its -h output.
 func agentFlagNames(t *testing.T) map[string]bool {
 	t.Helper()
 	cmd := exec.Command("go", "run", "../cmd/migpro-agent", "-h")
 	out, _ := cmd.CombinedOutput() // -h exits non-zero
 	names := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z-]+)`).FindAllStringSubmatch(string(out), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z][a-z-]*)`).FindAllStringSubmatch(string(out), -1) {
 		names[m[1]] = true
 	}
 	if len(names) < 5 {

@@ -67,6 +67,7 @@ type agentProc struct {
 	args   []string
 	cmd    *exec.Cmd
 	log    string
+	bin    string // the agent binary; empty: the one migproBin builds
 }
 
 // startAgent runs migpro-agent on a simulated node with e2e defaults plus
@@ -100,7 +101,11 @@ func (a *agentProc) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.cmd = exec.Command(migproBin(t, "migpro-agent"), a.args...)
+	exe := a.bin
+	if exe == "" {
+		exe = migproBin(t, "migpro-agent")
+	}
+	a.cmd = exec.Command(exe, a.args...)
 	a.cmd.Stdout, a.cmd.Stderr = logf, logf
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)

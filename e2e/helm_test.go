@@ -219,6 +219,8 @@ func TestHelmInstall(t *testing.T) {
 	if code, body := httpGet(metrics + "/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz: %d %s", code, body)
 	}
+	// A second release installs beside this one and goes without touching it.
+	helmSecondRelease(t, cl, h, values, metrics)
 	// The agent labels its node with what it offers, through the real API
 	// server and the node policy the chart installs.
 	eventually(t, "the agent's migpro.dev/ node labels", 30*time.Second, func() bool {

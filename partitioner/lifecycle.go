@@ -3,6 +3,7 @@ package partitioner
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/migpro/migpro/gpu"
 )
@@ -33,6 +34,9 @@ func (p *Partitioner) Provision(ctx context.Context, profile string) (Instance, 
 
 // allocate runs a decision under the lock and executes it.
 func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decide func() (Plan, error)) (Instance, Plan, error) {
+	if !slices.Contains(p.profiles, profile) {
+		return Instance{}, Plan{}, fmt.Errorf("%s: %w (offered: %v)", profile, ErrUnknownProfile, p.profiles)
+	}
 	p.mu.Lock()
 	plan, err := decide()
 	if err != nil {

@@ -72,6 +72,7 @@ type config struct {
 	log     logrus.FieldLogger
 	busy    func(context.Context, Instance) (bool, error)
 	clock   func() time.Time
+	allowed []string
 }
 
 // WithPolicy sets the placement policy (default DefaultPolicy, migpro).
@@ -80,6 +81,14 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 // WithCountedProfiles sets the profiles reachability counts (default: all).
 func WithCountedProfiles(names ...string) Option {
 	return func(c *config) { c.counted = names }
+}
+
+// WithAllowedProfiles restricts the profiles the partitioner offers and
+// creates to names (an admin's allow-list; default: every profile the GPUs
+// offer). Instances of other profiles that already exist are adopted as
+// usual. New fails on a name no GPU offers.
+func WithAllowedProfiles(names ...string) Option {
+	return func(c *config) { c.allowed = names }
 }
 
 // WithHooks installs the caller's hooks.
@@ -117,6 +126,14 @@ func New(node gpu.Node, opts ...Option) (*Partitioner, error) {
 		p.slots = append(p.slots, s)
 	}
 	p.profiles = profileNames(p.slots)
+	if len(cfg.allowed) > 0 {
+		for _, n := range cfg.allowed {
+			if !slices.Contains(p.profiles, n) {
+				return nil, fmt.Errorf("allowed profile %q: %w (offered: %v)", n, ErrUnknownProfile, p.profiles)
+			}
+		}
+		p.profiles = slices.DeleteFunc(p.profiles, func(n string) bool { return !slices.Contains(cfg.allowed, n) })
+	}
 	for _, s := range p.slots {
 		if err := p.adopt(s); err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package partitioner
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/migpro/migpro/gpu"
 )
@@ -104,6 +105,9 @@ func (p *Partitioner) reservationClear(s *slot, profile string, pl gpu.Placement
 // profiles. Idle instances do not count: the migpro policy re-places them. It
 // replaces any standing reservation.
 func (p *Partitioner) ReserveFor(profile string) (Reservation, error) {
+	if !slices.Contains(p.profiles, profile) {
+		return Reservation{}, fmt.Errorf("reserve for %s: %w", profile, ErrUnknownProfile)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	best, bestWay, bestSlices := -1, 0, 0

@@ -23,9 +23,10 @@ import (
 // simulatedAgent runs an agent on a simulated A100 opened by gpunode.Open
 // (Config.Simulate, the way migpro-agent --simulate does), with the
 // simulated driver's files installed under its root when withDriver is set,
-// and allocates a 1g.5gb through the local API. It returns the instance's
-// spec as a runtime reads it.
-func simulatedAgent(t *testing.T, withDriver bool) (*cdiapi.Spec, agent.Config) {
+// and allocates a 1g.5gb through the local API. With withHook an executable
+// stands for nvidia-cdi-hook; without, the hook path names nothing. It
+// returns the instance's spec as a runtime reads it.
+func simulatedAgent(t *testing.T, withDriver, withHook bool) (*cdiapi.Spec, agent.Config) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the simulated GPU's device nodes need root")
@@ -33,7 +34,15 @@ func simulatedAgent(t *testing.T, withDriver bool) (*cdiapi.Spec, agent.Config) 
 	dir := t.TempDir()
 	cfg := agent.Config{Simulate: "a100-40gb", SimRoot: filepath.Join(dir, "sim"), StateDir: filepath.Join(dir, "state"),
 		CDISpecDir: filepath.Join(dir, "cdi"), Socket: filepath.Join(dir, "a.sock"), TelemetryDir: agent.TelemetryOff,
-		AssignGrace: time.Nanosecond, NVIDIACDIHookPath: "/opt/test/nvidia-cdi-hook"}
+		AssignGrace: time.Nanosecond, NVIDIACDIHookPath: filepath.Join(dir, "toolkit", "nvidia-cdi-hook")}
+	if withHook {
+		if err := os.MkdirAll(filepath.Dir(cfg.NVIDIACDIHookPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfg.NVIDIACDIHookPath, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if withDriver {
 		stubs, err := simdrivertest.Build(filepath.Join(dir, "stubs"))
 		if err != nil {
@@ -92,7 +101,7 @@ func quietLog() logrus.FieldLogger {
 // driver: its libraries and nvidia-smi from that root, the hooks at the
 // configured nvidia-cdi-hook path, and the simulated driver's state dir.
 func TestSimulatedAgentSpecsCarryTheDriver(t *testing.T) {
-	s, cfg := simulatedAgent(t, true)
+	s, cfg := simulatedAgent(t, true, true)
 	var targets, hosts []string
 	for _, m := range s.ContainerEdits.Mounts {
 		targets = append(targets, m.ContainerPath)
@@ -131,7 +140,7 @@ func TestSimulatedAgentSpecsCarryTheDriver(t *testing.T) {
 // Without the driver's files the agent still starts, and its specs carry the
 // six device nodes and no driver part.
 func TestSimulatedAgentWithoutDriverFiles(t *testing.T) {
-	s, _ := simulatedAgent(t, false)
+	s, _ := simulatedAgent(t, false, true)
 	if len(s.ContainerEdits.Mounts) != 0 || len(s.ContainerEdits.Hooks) != 0 {
 		t.Errorf("spec has driver edits without a driver: %+v", s.ContainerEdits)
 	}
@@ -142,5 +151,22 @@ func TestSimulatedAgentWithoutDriverFiles(t *testing.T) {
 		if m.ContainerPath == simgpu.ContainerStateDir {
 			t.Errorf("state dir mounted without the driver")
 		}
+	}
+}
+
+// Without nvidia-cdi-hook on the host the specs still carry the driver but
+// leave NVIDIA's hooks out: a spec naming a missing hook would stop every
+// container from starting.
+func TestMissingCDIHookLeavesHooksOut(t *testing.T) {
+	s, cfg := simulatedAgent(t, true, false)
+	if len(s.ContainerEdits.Hooks) != 0 {
+		t.Fatalf("spec names hooks %+v, but %s does not exist", s.ContainerEdits.Hooks, cfg.NVIDIACDIHookPath)
+	}
+	var libcuda bool
+	for _, m := range s.ContainerEdits.Mounts {
+		libcuda = libcuda || strings.Contains(m.ContainerPath, "libcuda.so")
+	}
+	if !libcuda {
+		t.Errorf("spec lost the driver's libraries with the hooks: %+v", s.ContainerEdits.Mounts)
 	}
 }

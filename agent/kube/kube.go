@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -88,6 +89,9 @@ type link struct {
 	failOpens chan failOpen
 	runs      RunRecorder
 	ends      chan agent.End
+	// reach is why the API server did not answer the last probe; nil
+	// while it answers (reach.go).
+	reach atomic.Pointer[error]
 }
 
 // markQueue bounds the marks waiting for readmission. A mark comes once per
@@ -185,6 +189,7 @@ func (l *link) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return l.demand.Run(ctx) })
 	g.Go(func() error { return l.countRuns(ctx) })
+	g.Go(func() error { return l.watchReach(ctx) })
 	g.Go(func() error {
 		for {
 			select {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -83,23 +84,40 @@ func labelNode(ctx context.Context, cs Client, n *corev1.Node, want map[string]s
 	return true, nil
 }
 
-// foreignMIGResources lists the MIG resources another device plugin
-// advertises on the node: the node has <domain>/mig-* in its capacity, and
-// migpro never labelled it, so migpro did not register them.
+// foreignMIGResources lists what shows that another device plugin hands
+// out MIG instances on the node: <domain>/mig-* in its capacity that migpro
+// did not register (it never labelled the node), or NVIDIA's device plugin
+// with a MIG strategy of single or mixed, which GPU feature discovery
+// records in nvidia.com/mig.strategy (single advertises the instances as
+// nvidia.com/gpu, and the product label then names a MIG profile).
 func foreignMIGResources(n *corev1.Node, domain string) []string {
-	if _, labelled := n.Labels[LabelMIGCapable]; labelled {
-		return nil
-	}
 	var out []string
+	if s := n.Labels[nvidiaMIGStrategyLabel]; s == "single" || s == "mixed" {
+		out = append(out, fmt.Sprintf("MIG devices (NVIDIA's device plugin with %s=%s)", nvidiaMIGStrategyLabel, s))
+	} else if q, ok := n.Status.Capacity[nvidiaGPUResource]; ok && !q.IsZero() && strings.Contains(n.Labels[nvidiaProductLabel], "-MIG-") {
+		out = append(out, fmt.Sprintf("%s as MIG devices (%s=%s)", nvidiaGPUResource, nvidiaProductLabel, n.Labels[nvidiaProductLabel]))
+	}
+	if _, labelled := n.Labels[LabelMIGCapable]; labelled {
+		return out
+	}
+	var res []string
 	for name, q := range n.Status.Capacity {
 		r := string(name)
 		if strings.HasPrefix(r, domain+"/"+defaults.ResourcePrefix) && !q.IsZero() {
-			out = append(out, r)
+			res = append(res, r)
 		}
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(res)
+	return append(out, res...)
 }
+
+// Labels and the resource of NVIDIA's device plugin and GPU feature
+// discovery that show it serves MIG devices.
+const (
+	nvidiaMIGStrategyLabel = "nvidia.com/mig.strategy"
+	nvidiaProductLabel     = "nvidia.com/gpu.product"
+	nvidiaGPUResource      = corev1.ResourceName("nvidia.com/gpu")
+)
 
 // checkNode refuses to run beside another MIG device plugin, then labels
 // the node. Reading or labelling the node may be forbidden (RBAC): that is
@@ -107,8 +125,15 @@ func foreignMIGResources(n *corev1.Node, domain string) []string {
 func (l *link) checkNode(ctx context.Context, cs Client) error {
 	cfg := l.a.Config()
 	n, err := cs.CoreV1().Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{})
-	if err != nil {
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 		l.log.WithError(err).Warn("cannot read this node: no coexistence check, no node labels (the agent needs get and patch on nodes)")
+		return nil
+	case apierrors.IsNotFound(err):
+		l.log.WithError(err).Warn("this node is not registered with the API server: no coexistence check, no node labels (check --node-name)")
+		return nil
+	case err != nil:
+		l.log.WithError(err).Warn("cannot reach the API server: no coexistence check and no node labels now; the agent is not ready until it answers")
 		return nil
 	}
 	if foreign := foreignMIGResources(n, cfg.Domain); len(foreign) > 0 {

@@ -48,6 +48,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	var ec exitError
+	if errors.As(err, &ec) {
+		if ec.err != nil {
+			fmt.Fprintf(stderr, "migctl %s: %v\n", cmd.Name(), oneLine(ec.err))
+		}
+		return ec.code
+	}
 	name := "migctl"
 	if cmd != nil && cmd != root {
 		name += " " + cmd.Name()

@@ -72,6 +72,10 @@ runs out of memory, and tries the partitioner and the predictor on simulated GPU
 	for _, n := range names {
 		root.AddCommand(subcommand(n, commands[n], &g))
 	}
+	for _, c := range []*cobra.Command{newRecordCmd(), newDoctorCmd()} {
+		markRun(c)
+		root.AddCommand(c)
+	}
 	return root
 }
 

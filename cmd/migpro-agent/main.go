@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/spf13/pflag"
+
+	"github.com/migpro/migpro/internal/buildinfo"
 	"github.com/migpro/migpro/internal/cli"
 
 	"github.com/migpro/migpro/agent"
@@ -26,19 +30,36 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
+		if errors.Is(err, errExit) {
+			os.Exit(0)
+		}
+		var u usageError
+		if errors.As(err, &u) {
+			fmt.Fprintf(os.Stderr, "migpro-agent: %v (run 'migpro-agent --help')\n", u.error)
+			os.Exit(2)
+		}
 		fmt.Fprintf(os.Stderr, "migpro-agent: %v\n", err)
 		os.Exit(1)
 	}
 }
 
+// errExit ends the agent with status 0 after --help or --version.
+var errExit = errors.New("done")
+
+// usageError is a bad command line: exit status 2.
+type usageError struct{ error }
+
+// stdout is where --help and --version write (tests replace it).
+var stdout io.Writer = os.Stdout
+
 func run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migpro-agent", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("migpro-agent", pflag.ContinueOnError)
 	var cfg agent.Config
 	def := agent.Config{}.Defaults() // the flags' defaults are the agent's own
 	fs.StringVar(&cfg.Simulate, "simulate", "", "run on simulated GPUs, e.g. a100-40gb:2,h100-80gb (default: real NVML)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed for simulated UUIDs")
 	fs.StringVar(&cfg.SimRoot, "sim-root", "", "directory of the simulated GPUs' device nodes and driver state (default <state-dir>/sim)")
-	simDriver := fs.String("sim-driver", simDriverAuto, "with --simulate, directory of the simulated driver's stubs (libcuda.so, libnvidia-ml.so, nvidia-smi from `make simdriver`), installed at start under the driver root; \""+simDriverAuto+"\": <agent dir>/simdriver or <agent dir>/../lib/migpro/simdriver, whichever holds them; \"off\": install nothing")
+	simDriver := fs.String("sim-driver", simDriverAuto, "with --simulate, directory of the simulated driver's stubs (libcuda.so, libnvidia-ml.so, nvidia-smi), installed at start under the driver root; \""+simDriverAuto+"\": <agent dir>/simdriver or <agent dir>/../lib/migpro/simdriver, whichever holds them; \"off\": install nothing")
 	fs.StringVar(&cfg.SimDriverVersion, "sim-driver-version", simgpu.DriverVersion, "with --simulate, the driver version the simulated NVML reports and the stubs are installed as")
 	fs.StringVar(&cfg.Socket, "socket", def.Socket, "local API unix socket")
 	fs.StringVar(&cfg.StateDir, "state-dir", def.StateDir, "directory of the checkpoint")
@@ -47,7 +68,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.DriverRoot, "driver-root", "", "root of the NVIDIA driver's libraries and binaries put in the CDI specs, and where libnvidia-ml.so.1 is loaded from when set (default /, loading NVML by name; with --simulate, the simulated node's root --sim-root, where the simulated driver is installed)")
 	fs.StringVar(&cfg.HostDriverRoot, "host-driver-root", "", "the host's path of --driver-root, written into the CDI specs, when the agent runs in a container that mounts the host's driver root elsewhere (default: --driver-root)")
 	fs.StringVar(&cfg.DevRoot, "dev-root", "", "root of the NVIDIA device nodes, the directory holding dev/ (default: the driver root)")
-	fs.StringVar(&cfg.NVIDIACDIHookPath, "nvidia-cdi-hook-path", cdi.DefaultNVIDIACDIHookPath, "host path of nvidia-cdi-hook named in the CDI specs' hooks")
+	fs.StringVar(&cfg.NVIDIACDIHookPath, "nvidia-cdi-hook-path", cdi.DefaultNVIDIACDIHookPath, "host path of nvidia-cdi-hook (NVIDIA container toolkit) named in the CDI specs' hooks; when it is missing at start the specs leave the hooks out, with a warning; \""+agent.NoCDIHook+"\": leave them out")
+	fs.StringVar(&cfg.NVIDIACDIHookCheck, "nvidia-cdi-hook-check", "", "where the agent sees --nvidia-cdi-hook-path to check it exists, when it runs in a container that mounts the host's file elsewhere (default: --nvidia-cdi-hook-path)")
 	fs.StringVar(&cfg.PluginDir, "plugin-dir", defaults.PluginDir, "kubelet device-plugin directory; empty disables the plugins")
 	fs.StringVar(&cfg.Domain, "domain", def.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the API server, for the cluster demand source (default: in-cluster config when KUBERNETES_SERVICE_HOST is set, else off)")
@@ -55,6 +77,7 @@ func run(ctx context.Context, args []string) error {
 	podRes := fs.String("pod-resources", podresources.DefaultSocket, "kubelet PodResources socket; empty disables use tracking")
 	fs.StringVar(&cfg.Policy, "policy", def.Policy, "placement policy: "+strings.Join(partitioner.PolicyNames(), ", "))
 	counted := fs.String("counted", "", "comma-separated profiles that reachability counts (default all)")
+	fs.StringSliceVar(&cfg.Profiles, "profiles", nil, "comma-separated allow-list: the only profiles created and advertised (default: every profile the GPUs offer)")
 	warm := fs.String("warm-pool", "", "idle instances to keep ready, e.g. 1g.10gb=1,2g.20gb=1")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "destroy instances idle longer than this (0: only when their space is needed)")
 	fs.DurationVar(&cfg.TrackEvery, "track-every", def.TrackEvery, "period of use tracking, warm pool and idle reaping")
@@ -68,10 +91,17 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.CleanupOnExit, "cleanup-on-exit", false, "on exit, destroy idle instances and remove migpro CDI specs (uninstall); in-use instances are left and reported")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fs.String("log-format", "text", "log format: text or json")
-	cli.Parse(fs, args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	log, err := cli.NewLogger(*level, *format)
 	if err != nil {
 		return err
+	}
+	cli.RouteKlog(log)
+	// Bad values fail here, before anything is installed or opened.
+	if _, err := partitioner.PolicyByName(cfg.Policy); err != nil {
+		return fmt.Errorf("--policy: %w", err)
 	}
 	if cfg.Simulate != "" {
 		if cfg.SimDriver, err = resolveSimDriver(*simDriver); err != nil {
@@ -105,6 +135,33 @@ func run(ctx context.Context, args []string) error {
 	// Run recovers the node's state before it serves, and stops when ctx
 	// (a signal) ends.
 	return a.Run(ctx)
+}
+
+// parseFlags parses the double-dash flags; --help and --version print to
+// stdout and end the agent (errExit).
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	version := fs.Bool("version", false, "print the version and exit")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		fmt.Fprintf(stdout, "Usage: migpro-agent [flags]\n\nThe migpro node agent: creates MIG instances on demand, writes their CDI specs, serves the\nkubelet's device plugins and the local API (migctl). docs/agent.md explains every flag.\n\nFlags:\n%s", fs.FlagUsages())
+		return errExit
+	case err != nil:
+		for _, a := range args {
+			if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+				return usageError{fmt.Errorf("%w; flags take two dashes: -%s", err, a)}
+			}
+		}
+		return usageError{err}
+	case fs.NArg() > 0:
+		return usageError{fmt.Errorf("unexpected argument %q (flags are written --name=value)", fs.Arg(0))}
+	case *version:
+		fmt.Fprintln(stdout, buildinfo.Read().Line("migpro-agent"))
+		return errExit
+	}
+	return nil
 }
 
 // defaultNodeName is $NODE_NAME (set from the downward API in the
@@ -164,7 +221,7 @@ func resolveSimDriver(v string) (string, error) {
 func hasStubs(dir string) error {
 	for _, f := range simgpu.StubFiles {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return fmt.Errorf("simulated driver stub %s: %w (build the stubs with `make simdriver`)", f, err)
+			return fmt.Errorf("simulated driver stub %s: %w (--sim-driver names the directory of the stubs; --sim-driver=off runs without them)", f, err)
 		}
 	}
 	return nil

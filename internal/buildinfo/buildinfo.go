@@ -15,15 +15,24 @@ type Info struct {
 	GoVersion string `json:"goVersion"`
 }
 
+// version is the release version stamped at link time, the chart's
+// appVersion and the images' tag (`make image` links with
+// -X github.com/migpro/migpro/internal/buildinfo.version=<tag>). Empty: the
+// module version Go recorded, often "(devel)".
+var version string
+
 // Read returns the running binary's build information. Fields the build did
-// not record stay empty; Version is "(devel)" when unknown.
+// not record stay empty; Version is the stamped version, else the module's,
+// else "(devel)".
 func Read() Info {
 	info := Info{Version: "(devel)"}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return info
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		info = fromBuildInfo(bi)
 	}
-	return fromBuildInfo(bi)
+	if version != "" {
+		info.Version = version
+	}
+	return info
 }
 
 func fromBuildInfo(bi *debug.BuildInfo) Info {

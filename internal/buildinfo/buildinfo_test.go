@@ -17,3 +17,13 @@ func TestFromBuildInfo(t *testing.T) {
 		t.Fatalf("bare build info: got %q", got)
 	}
 }
+
+// TestStampedVersion: a version stamped at link time (make image) is what
+// the binary reports.
+func TestStampedVersion(t *testing.T) {
+	defer func(old string) { version = old }(version)
+	version = "0.1.0"
+	if got := Read().Version; got != "0.1.0" {
+		t.Fatalf("Read().Version = %q, want the stamped 0.1.0", got)
+	}
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"github.com/spf13/cobra"
+	"io"
+
+	"github.com/sirupsen/logrus"
+)
+
+// exitError ends migctl with code: a recorded command's own status, or a
+// failed doctor report. With no err nothing more is printed, since the
+// command or the report has said it all.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e exitError) Unwrap() error { return e.err }
+
+// ExitCode is the status migctl exits with.
+func (e exitError) ExitCode() int { return e.code }
+
+func recordUsagef(format string, args ...any) error { return usagef(format, args...) }
+
+func quietLog() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+// sizeOf formats bytes in binary units.
+func sizeOf(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// markRun marks the errors of cobra-native commands' RunE as run errors.
+func markRun(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := run(cmd, args); err != nil {
+				var u usageError
+				if errors.As(err, &u) {
+					return err
+				}
+				return runError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markRun(sub)
+	}
+}

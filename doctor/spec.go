@@ -1,0 +1,225 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
+	specs "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/migpro/migpro/cdi"
+	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/gpu/nvmlgpu"
+)
+
+// SpecOptions says which driver the spec is made from.
+type SpecOptions struct {
+	// NVML is the library (nil: the system's libnvidia-ml.so.1).
+	NVML nvml.Interface
+	// DriverRoot is where the driver is installed (default /); DevRoot
+	// holds dev/ (default: the driver root).
+	DriverRoot, DevRoot string
+	// Paths locate the device nodes and capability files of the instances
+	// (default: the real driver's).
+	Paths *gpu.DriverPaths
+	// HookPath is nvidia-cdi-hook's host path (default /usr/bin/nvidia-cdi-hook).
+	HookPath string
+	// DeviceEdits lets nvcdi make the instances' device edits, as the agent
+	// does on a real driver.
+	DeviceEdits bool
+	Log         logrus.FieldLogger
+}
+
+// InstanceSpec is the spec the agent would write for one MIG instance.
+type InstanceSpec struct {
+	UUID string      `json:"uuid"`
+	GPU  int         `json:"gpu"`
+	Spec *specs.Spec `json:"spec"`
+}
+
+// SpecReport is what the agent's CDI code makes on this node.
+type SpecReport struct {
+	DriverRoot    string `json:"driverRoot"`
+	DriverVersion string `json:"driverVersion"`
+	// Libraries, Binaries, Firmware and OtherMounts are the host paths of
+	// the common edits' mounts, by kind.
+	Libraries   []string `json:"libraries"`
+	Binaries    []string `json:"binaries"`
+	Firmware    []string `json:"firmware"`
+	OtherMounts []string `json:"otherMounts"`
+	DeviceNodes []string `json:"deviceNodes"`
+	// Hooks are "path subcommand" of each hook.
+	Hooks       []string             `json:"hooks"`
+	CommonEdits specs.ContainerEdits `json:"commonEdits"`
+	Instances   []InstanceSpec       `json:"instances"`
+	// Notes say what could not be made, and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Spec makes the driver's common edits with nvcdi, as the agent does at
+// start, and the full spec of each MIG instance present, written to a
+// temporary directory and read back (never to a CDI directory). An error
+// means nothing could be made; partial results carry Notes.
+func Spec(o SpecOptions) (SpecReport, error) {
+	if o.DriverRoot == "" {
+		o.DriverRoot = cdi.DefaultDriverRoot
+	}
+	if o.Log == nil {
+		o.Log = logrus.StandardLogger()
+	}
+	lib := o.NVML
+	if lib == nil {
+		lib = nvml.New()
+	}
+	// One Init for the whole report, so that a missing library stops here
+	// before anything else is called into it.
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
+			return SpecReport{}, fmt.Errorf("CDI spec: libnvidia-ml.so.1 not found: %s", driverFix)
+		}
+		return SpecReport{}, fmt.Errorf("CDI spec: NVML did not initialise: %s", nvmlgpu.CodeName(ret))
+	}
+	defer lib.Shutdown()
+	r := SpecReport{DriverRoot: o.DriverRoot}
+	d, err := cdi.NewNVIDIADriver(lib, cdi.WithDriverRoot(o.DriverRoot), cdi.WithDevRoot(o.DevRoot),
+		cdi.WithHookPath(o.HookPath), cdi.WithDeviceEdits(o.DeviceEdits), cdi.WithDriverLogger(o.Log))
+	if err != nil {
+		return r, fmt.Errorf("CDI spec: %w", err)
+	}
+	r.DriverVersion = d.Version()
+	if r.CommonEdits, err = d.CommonEdits(); err != nil {
+		return r, fmt.Errorf("CDI spec: driver %s under %s: %w", r.DriverVersion, o.DriverRoot, err)
+	}
+	r.classify()
+	r.instances(lib, d, o)
+	return r, nil
+}
+
+func (r *SpecReport) classify() {
+	for _, m := range r.CommonEdits.Mounts {
+		base := filepath.Base(m.HostPath)
+		switch {
+		case strings.Contains(base, ".so"):
+			r.Libraries = append(r.Libraries, m.HostPath)
+		case strings.Contains(m.HostPath, "/firmware/"):
+			r.Firmware = append(r.Firmware, m.HostPath)
+		case strings.Contains(m.HostPath, "/bin/"):
+			r.Binaries = append(r.Binaries, m.HostPath)
+		default:
+			r.OtherMounts = append(r.OtherMounts, m.HostPath)
+		}
+	}
+	for _, n := range r.CommonEdits.DeviceNodes {
+		p := n.HostPath
+		if p == "" {
+			p = n.Path
+		}
+		r.DeviceNodes = append(r.DeviceNodes, p)
+	}
+	for _, h := range r.CommonEdits.Hooks {
+		s := h.Path
+		if len(h.Args) > 1 {
+			s += " " + h.Args[1]
+		}
+		r.Hooks = append(r.Hooks, s)
+	}
+	for _, l := range [][]string{r.Libraries, r.Binaries, r.Firmware, r.OtherMounts, r.DeviceNodes} {
+		sort.Strings(l)
+	}
+}
+
+// instances adds the spec of every MIG instance on a GPU in MIG mode.
+func (r *SpecReport) instances(lib nvml.Interface, d cdi.Driver, o SpecOptions) {
+	opts := []nvmlgpu.Option{nvmlgpu.WithLogger(o.Log)}
+	if o.Paths != nil {
+		opts = append(opts, nvmlgpu.WithPaths(*o.Paths))
+	}
+	node, err := nvmlgpu.New(lib, opts...)
+	if err != nil {
+		r.Notes = append(r.Notes, "no instance specs: "+err.Error())
+		return
+	}
+	defer node.Close()
+	dir, err := os.MkdirTemp("", "migctl-cdi-spec-")
+	if err != nil {
+		r.Notes = append(r.Notes, "no instance specs: "+err.Error())
+		return
+	}
+	defer os.RemoveAll(dir)
+	w, err := cdi.NewWriter(cdi.WithSpecDir(dir), cdi.WithDriver(d), cdi.WithLogger(o.Log))
+	if err != nil {
+		r.Notes = append(r.Notes, "no instance specs: "+err.Error())
+		return
+	}
+	for _, dev := range node.Devices() {
+		if on, err := dev.MIGEnabled(); err != nil || !on {
+			r.Notes = append(r.Notes, fmt.Sprintf("GPU %d: MIG mode off, no instances (doctor changes nothing)", dev.Index()))
+			continue
+		}
+		insts, err := dev.Instances()
+		if err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("GPU %d: %v", dev.Index(), err))
+			continue
+		}
+		if len(insts) == 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("GPU %d: MIG mode on, no instances", dev.Index()))
+		}
+		for _, in := range insts {
+			if !in.Complete() {
+				continue
+			}
+			r.instanceSpec(w, dev, in, node.Paths())
+		}
+	}
+}
+
+func (r *SpecReport) instanceSpec(w *cdi.Writer, dev gpu.Device, in gpu.Instance, paths gpu.DriverPaths) {
+	ci := cdi.Instance{UUID: in.UUID, GPUIndex: dev.Index(), GPUMinor: dev.Minor(), GIID: in.GIID, CIID: in.CIID}
+	if _, err := w.Write(ci, paths); err != nil {
+		r.Notes = append(r.Notes, err.Error())
+		return
+	}
+	p, err := w.SpecPath(in.UUID)
+	if err == nil {
+		var b []byte
+		if b, err = os.ReadFile(p); err == nil {
+			var s specs.Spec
+			if err = json.Unmarshal(b, &s); err == nil {
+				r.Instances = append(r.Instances, InstanceSpec{UUID: in.UUID, GPU: dev.Index(), Spec: &s})
+				return
+			}
+		}
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("instance %s: %v", in.UUID, err))
+}
+
+// WriteText summarises the report: counts and paths, one per line.
+func (r SpecReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "driver %s under %s\n", r.DriverVersion, r.DriverRoot)
+	for _, g := range []struct {
+		name  string
+		items []string
+	}{{"libraries", r.Libraries}, {"binaries", r.Binaries}, {"firmware", r.Firmware}, {"other mounts", r.OtherMounts},
+		{"device nodes", r.DeviceNodes}, {"hooks", r.Hooks}} {
+		fmt.Fprintf(&b, "%s (%d):\n", g.name, len(g.items))
+		for _, it := range g.items {
+			fmt.Fprintf(&b, "  %s\n", it)
+		}
+	}
+	fmt.Fprintf(&b, "instance specs (%d):\n", len(r.Instances))
+	for _, in := range r.Instances {
+		fmt.Fprintf(&b, "  %s (gpu %d): cdiVersion %s, %d device node(s)\n", in.UUID, in.GPU, in.Spec.Version, len(in.Spec.Devices[0].ContainerEdits.DeviceNodes))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
