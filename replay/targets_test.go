@@ -13,6 +13,8 @@ import (
 // when MIGPRO_OPENB_DIR names their folder, and on generated online
 // streams (1-8 GPUs, A100, H100 and a mixed node). TARGET_SEEDS picks the
 // seeds: "tune" (1-3, the default) or "held" (4-6, kept apart from tuning).
+// TARGET_MIGPRO names another policy to measure in migpro's place (to try
+// a variant against the same baselines).
 //
 // Per configuration it reports the baselines' summed mean JCT over
 // migpro's (jct-X/migpro, above 1: migpro better), NVML steps per job
@@ -79,7 +81,11 @@ func BenchmarkTargets(b *testing.B) {
 						b.Fatal(err)
 					}
 					for _, name := range policies {
-						r, err := Run(jobs, Config{Model: c.node, Nodes: 1, GPUsPerNode: gpus, Seed: int64(seed)}, policy(b, name))
+						pol := policy(b, name)
+						if alt := os.Getenv("TARGET_MIGPRO"); alt != "" && name == "migpro" {
+							pol = policy(b, alt)
+						}
+						r, err := Run(jobs, Config{Model: c.node, Nodes: 1, GPUsPerNode: gpus, Seed: int64(seed)}, pol)
 						if err != nil {
 							b.Fatalf("%s seed %d: %v", name, seed, err)
 						}
