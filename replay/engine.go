@@ -232,6 +232,9 @@ func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error
 		e.res.Detail = map[Kind]string{FirstFit: "first-fit", Reachability: "reachability", Migpro: "demand-aware",
 			NvidiaDRA: "baseline model, simulator only: first GPU, lowest start, destroyed at end",
 			HAMi:      "baseline model, simulator only: largest free run, 1g/3g from the top, destroyed at end"}[pol.Kind]
+		if e.pl.(*dynamic).holding {
+			e.res.Detail += ", or larger" // the local API's AllocRequest.Larger
+		}
 		if pol.Order != Backfill {
 			e.res.Detail += ", " + pol.Order.String()
 		}
