@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/migpro/migpro/client"
 )
 
 // A caller that sends a request's head and never its body is cut off: 3,000
@@ -93,5 +96,34 @@ func TestCheckpointWithoutValidHoldersIsCorrupt(t *testing.T) {
 	c, _ := newCheckpointStore(dir)
 	if cp, err := c.Load(); err != nil || len(cp.Holders) != 0 {
 		t.Fatalf("an empty checkpoint: %+v %v", cp, err)
+	}
+}
+
+// A --shim that does not exist is left out of the specs with the hook (a
+// spec mounting a missing file fails every container of the instance).
+func TestMissingShimLeavesTelemetryOutOfTheSpecs(t *testing.T) {
+	for _, shim := range []string{"missing", "present"} {
+		e := newEnv(t, "a100-40gb")
+		dir := t.TempDir()
+		e.cfg.HookPath = filepath.Join(dir, "migpro-hook")
+		e.cfg.ShimPath = filepath.Join(dir, "libmigpro-shim.so")
+		if shim == "present" {
+			os.WriteFile(e.cfg.ShimPath, []byte("x"), 0o644)
+		}
+		c := runAgent(t, e.start(t))
+		r, err := c.Alloc(context.Background(), client.AllocRequest{Profile: "1g.5gb"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var spec []byte
+		for _, f := range specFiles(t, e.cfg.CDISpecDir) {
+			b, _ := os.ReadFile(f)
+			if strings.Contains(string(b), r.UUID) {
+				spec = b
+			}
+		}
+		if got := strings.Contains(string(spec), e.cfg.ShimPath); got != (shim == "present") {
+			t.Errorf("shim %s: spec names it %v:\n%s", shim, got, spec)
+		}
 	}
 }

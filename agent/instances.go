@@ -2,7 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -20,8 +24,14 @@ const ownerKubelet = "kubelet"
 func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 	opts := []cdi.Option{cdi.WithSpecDir(a.cfg.CDISpecDir), cdi.WithKind(a.cfg.CDIKind), cdi.WithLogger(a.log)}
 	if a.cfg.HookPath != "" {
-		e := hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath, AgentSocket: a.cfg.Socket})
-		opts = append(opts, cdi.WithExtraEdits(toCDIEdits(e)))
+		if err := shimUsable(a.cfg.ShimPath); err != nil {
+			// A spec that mounts a missing file fails every container on
+			// the instance: leave telemetry out, loudly.
+			a.log.WithError(err).Error("telemetry shim unusable: CDI specs carry no telemetry hook or shim; containers run without telemetry")
+		} else {
+			e := hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath, AgentSocket: a.cfg.Socket})
+			opts = append(opts, cdi.WithExtraEdits(toCDIEdits(e)))
+		}
 	}
 	d, err := a.cdiDriver()
 	if err != nil {
@@ -34,6 +44,29 @@ func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 		}
 	}
 	return opts, nil
+}
+
+// shimUsable checks the shim the specs will mount (the default path when
+// none is configured): it must be a regular file.
+func shimUsable(path string) error {
+	if path == "" {
+		path = hook.DefaultShimPath
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Stat(filepath.Dir(path)); derr != nil {
+			// The agent cannot see that directory (it runs in a container
+			// that does not mount it): it cannot tell, so it trusts.
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("shim %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("shim %s is not a regular file", path)
+	}
+	return nil
 }
 
 // toCDIEdits turns the hook package's plain description into CDI edits.

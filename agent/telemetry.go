@@ -35,6 +35,46 @@ type watch struct {
 	marks   map[string]predictor.Decision
 	onMark  []func(Mark)
 	onEnd   []func(End)
+	hints   func(context.Context, telemetry.Registration) (predictor.Hints, bool)
+}
+
+// SetPredictorHints gives the agent a source of what a container's
+// workload says about itself (the time an eviction needs, a horizon): fn
+// runs once per container, off the telemetry path, after its predictor
+// starts. Call it before Run.
+func (a *Agent) SetPredictorHints(fn func(context.Context, telemetry.Registration) (predictor.Hints, bool)) {
+	if a.watch == nil {
+		return
+	}
+	a.watch.mu.Lock()
+	a.watch.hints = fn
+	a.watch.mu.Unlock()
+}
+
+// applyHints asks the hint source about a started container and hands the
+// answer to its predictor.
+func (w *watch) applyHints(id string) {
+	w.mu.Lock()
+	fn := w.hints
+	w.mu.Unlock()
+	h, ok := w.tracker.(interface {
+		Hint(string, predictor.Hints) (bool, error)
+	})
+	reg := w.registration(id)
+	if fn == nil || !ok || reg.PodName == "" {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		hints, found := fn(ctx, reg)
+		if !found {
+			return
+		}
+		if _, err := h.Hint(id, hints); err != nil {
+			w.a.log.WithError(err).WithField("container", id).Warn("predictor hints not applied")
+		}
+	}()
 }
 
 // predictors is what the watch needs of the per-container predictors
@@ -242,6 +282,7 @@ func (w *watch) start(id string, st *watched) bool {
 		w.tracker.Stop(id)
 		return false
 	}
+	w.applyHints(id)
 	return true
 }
 

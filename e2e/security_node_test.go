@@ -108,11 +108,21 @@ func TestSecurityNodeIdentityStaysOnItsNode(t *testing.T) {
 	}
 	yes := true
 	pods := map[string]*corev1.Pod{}
+	// The ReplicaSet (0 replicas) deletes its bound pods gracefully, and
+	// with no kubelet they stay, terminating; the pending pod is its own
+	// (an unbound pod would be gone at once), and stays pending: no node
+	// offers what it asks for.
 	for name, node := range map[string]string{"train-a": "gpu-a", "train-b": "gpu-b", "train-pending": ""} {
 		mig := corev1.ResourceList{"nvidia.com/mig-3g.20gb": resource.MustParse("1")}
+		var owners []metav1.OwnerReference
+		labels := map[string]string{"job": "train"}
+		if node != "" {
+			owners = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}}
+			labels = map[string]string{"app": "train"}
+		}
 		p, err := admin.CoreV1().Pods("tenant").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", Labels: map[string]string{"app": "train"},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", Labels: labels,
+				OwnerReferences: owners},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "trainer",
 				Resources: corev1.ResourceRequirements{Limits: mig, Requests: mig}}}}}, metav1.CreateOptions{})
 		if err != nil {

@@ -264,7 +264,7 @@ func checkEvictionGuard(t *testing.T, cl *harness.Cluster, agent, unbound kubern
 		err2 = evict(agent, "on-b", true)
 		return err2 != nil
 	})
-	const want = "the migpro agent of node gpu-a may evict only pods on its own node; pod team/on-b is on node gpu-b"
+	const want = "the migpro agent of node gpu-a may evict only pods on its own node; pod team/on-b is not on it"
 	if !apierrors.IsForbidden(err2) || !strings.Contains(err2.Error(), want) {
 		t.Errorf("eviction of a pod on another node: %v, want forbidden saying %q", err2, want)
 	} else {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -255,6 +256,9 @@ func mkdirExact(root *os.File, rootReal, path string) (*os.File, error) {
 		if link := symlinkOnPath(rootReal, path); link == "" && ordinaryMkdirFailure(err) {
 			return nil, fmt.Errorf("%w: creating %q in the rootfs: %w", ErrNoMountPoint, path, err)
 		}
+		if harmlessSymlinks(rootReal, path) {
+			return nil, fmt.Errorf("%w: %q goes through a symlink inside the image%s; no telemetry mount there", ErrNoMountPoint, path, symlinkOnPath(rootReal, path))
+		}
 		return nil, fmt.Errorf("%w: creating %q in the rootfs%s: %w", ErrUnsafeRootfs, path, symlinkOnPath(rootReal, path), err)
 	}
 	if err := checkExact(dir, rootReal, path); err != nil {
@@ -271,6 +275,10 @@ func checkExact(f *os.File, rootReal, path string) error {
 	}
 	if want := filepath.Join(rootReal, path); got != want {
 		rel, _ := filepath.Rel(rootReal, got)
+		if harmlessSymlinks(rootReal, path) {
+			return fmt.Errorf("%w: %q resolves to %q through a symlink inside the image%s; no telemetry mount there",
+				ErrNoMountPoint, path, "/"+rel, symlinkOnPath(rootReal, path))
+		}
 		return fmt.Errorf("%w: %q resolves to %q through a symlink; refusing to mount over it", ErrUnsafeRootfs, path, "/"+rel)
 	}
 	return nil
@@ -323,4 +331,27 @@ func symlinkOnPath(rootReal, path string) string {
 		}
 	}
 	return ""
+}
+
+// harmlessSymlinks says whether every symlink on path is one an image has
+// for its own layout (/run -> var/run, /etc -> usr/etc): a relative target
+// with no "..". The hook still mounts nothing through it, but the container
+// starts without telemetry (ErrNoMountPoint) instead of being refused. An
+// absolute target or one climbing with ".." is what an attack plants, and
+// stays ErrUnsafeRootfs. Like symlinkOnPath this walk only classifies a
+// failure already decided on descriptors.
+func harmlessSymlinks(rootReal, path string) bool {
+	cur, found := rootReal, false
+	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
+		cur = filepath.Join(cur, part)
+		target, err := os.Readlink(cur)
+		if err != nil {
+			continue
+		}
+		found = true
+		if filepath.IsAbs(target) || slices.Contains(strings.Split(target, "/"), "..") {
+			return false
+		}
+	}
+	return found
 }

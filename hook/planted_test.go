@@ -63,3 +63,42 @@ func TestInjectNeverOpensAPlantedFIFOOrDevice(t *testing.T) {
 		t.Errorf("mounted despite refusal: %v", m)
 	}
 }
+
+// An image's own layout symlinks (/run -> var/run, /etc -> usr/etc) are not
+// an attack: the hook mounts nothing through them and the container starts
+// without telemetry (ErrNoMountPoint, which fails open) instead of being
+// refused.
+func TestInjectHarmlessSymlinksFailOpen(t *testing.T) {
+	for name, plant := range map[string]func(r string) error{
+		"run -> var/run": func(r string) error {
+			if err := os.MkdirAll(filepath.Join(r, "var/run"), 0o755); err != nil {
+				return err
+			}
+			return os.Symlink("var/run", filepath.Join(r, "run"))
+		},
+		"etc -> usr/etc": func(r string) error {
+			if err := os.MkdirAll(filepath.Join(r, "usr/etc"), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(r, "usr/etc/ld.so.preload"), []byte("/lib/libimg.so\n"), 0o644); err != nil {
+				return err
+			}
+			return os.Symlink("usr/etc", filepath.Join(r, "etc"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pid := fakeContainer(t)
+			rootfs := t.TempDir()
+			if err := plant(rootfs); err != nil {
+				t.Fatal(err)
+			}
+			err := Inject(Injection{NSPath: "/proc/" + strconv.Itoa(pid) + "/ns/mnt", Rootfs: rootfs, SocketDir: t.TempDir()})
+			if !errors.Is(err, ErrNoMountPoint) || errors.Is(err, ErrUnsafeRootfs) {
+				t.Fatalf("Inject = %v, want ErrNoMountPoint (start without telemetry), not a refusal", err)
+			}
+			if m := mountsUnder(t, pid, rootfs); len(m) != 0 {
+				t.Errorf("mounted through the symlink: %v", m)
+			}
+		})
+	}
+}

@@ -41,6 +41,14 @@ func (m *Marker) evict(ctx context.Context, pod *corev1.Pod, msg string) error {
 			if apierrors.IsNotFound(gerr) || gerr == nil && (cur.UID != pod.UID || cur.DeletionTimestamp != nil) {
 				return nil
 			}
+		case apierrors.IsForbidden(err):
+			// The eviction guard answers a pod that is gone like a pod
+			// elsewhere (it tells nobody which pods exist): look.
+			cur, gerr := m.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(gerr) || gerr == nil && cur.UID != pod.UID {
+				return nil
+			}
+			return fmt.Errorf("evict: %w", err)
 		case !apierrors.IsTooManyRequests(err):
 			return fmt.Errorf("evict: %w", err)
 		}

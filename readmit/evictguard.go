@@ -33,7 +33,8 @@ const NodeNameExtra = "authentication.kubernetes.io/node-name"
 // (NodeNameExtra). The Eviction must also carry the pod's UID as a
 // precondition, so the pod evicted is the pod checked. A request without
 // that node or that UID, or for a pod it cannot read, is refused; a pod
-// that does not exist is allowed (the API server then answers 404 itself).
+// that does not exist is refused like a pod on another node: the answers
+// must not tell a caller which pods exist (anyone can post a review).
 type EvictionGuard struct {
 	pods typedcorev1.PodsGetter
 	cfg  settings
@@ -74,23 +75,23 @@ func (g *EvictionGuard) Review(ctx context.Context, req *admissionv1.AdmissionRe
 	lctx, cancel := context.WithTimeout(ctx, g.cfg.lookupTimeout)
 	defer cancel()
 	pod, err := g.pods.Pods(req.Namespace).Get(lctx, req.Name, metav1.GetOptions{})
+	// Anyone in the cluster can post a review to the webhook: the answers
+	// name no pod's UID or node, and a pod that does not exist gets the
+	// same answer as a pod on another node.
+	notHere := fmt.Sprintf("the migpro agent of node %s may evict only pods on its own node; pod %s/%s is not on it", node, req.Namespace, req.Name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return allow
+		return deny(req, notHere)
 	case err != nil:
 		log.WithError(err).Warn("eviction guard: pod unreadable; eviction refused")
-		return deny(req, fmt.Sprintf("migpro eviction guard: cannot read pod %s/%s to check its node: %v", req.Namespace, req.Name, err))
+		return deny(req, fmt.Sprintf("migpro eviction guard: cannot read pod %s/%s to check its node", req.Namespace, req.Name))
+	case pod.Spec.NodeName != node:
+		log.WithFields(logrus.Fields{"node": node, "pod_node": pod.Spec.NodeName}).Warn("eviction guard: refused an eviction of a pod on another node")
+		return deny(req, notHere)
 	case !carriesUID(req, pod):
 		log.WithField("pod_uid", string(pod.UID)).Warn("eviction guard: refused an eviction without the pod's UID as a precondition")
-		return deny(req, fmt.Sprintf("an eviction by the migpro agent must carry the pod's UID as a precondition (deleteOptions.preconditions.uid %s): pod %s/%s is checked, not whatever pod later has its name",
-			pod.UID, req.Namespace, req.Name))
-	case pod.Spec.NodeName != node:
-		on := "is on node " + pod.Spec.NodeName
-		if pod.Spec.NodeName == "" {
-			on = "is on no node"
-		}
-		log.WithFields(logrus.Fields{"node": node, "pod_node": pod.Spec.NodeName}).Warn("eviction guard: refused an eviction of a pod on another node")
-		return deny(req, fmt.Sprintf("the migpro agent of node %s may evict only pods on its own node; pod %s/%s %s", node, req.Namespace, req.Name, on))
+		return deny(req, fmt.Sprintf("an eviction by the migpro agent must carry the pod's UID as a precondition (deleteOptions.preconditions.uid): pod %s/%s is checked, not whatever pod later has its name",
+			req.Namespace, req.Name))
 	}
 	log.WithField("node", node).Debug("eviction guard: eviction of a pod on the agent's own node allowed")
 	return allow

@@ -81,11 +81,12 @@ func TestEvictionGuardKeepsTheAgentOnItsNode(t *testing.T) {
 		{"its own node's pod without a UID precondition", DefaultAgentUser, "gpu-a", "mine", false, "must carry the pod's UID as a precondition", "none"},
 		{"its own node's pod with another pod's UID", DefaultAgentUser, "gpu-a", "mine", false, "must carry the pod's UID as a precondition", "uid-theirs"},
 		{"its own node's pod", DefaultAgentUser, "gpu-a", "mine", true, "", ""},
-		{"another node's pod", DefaultAgentUser, "gpu-a", "theirs", false, "the migpro agent of node gpu-a may evict only pods on its own node; pod team/theirs is on node gpu-b", ""},
-		{"an unscheduled pod", DefaultAgentUser, "gpu-a", "pending", false, "pod team/pending is on no node", ""},
+		{"another node's pod", DefaultAgentUser, "gpu-a", "theirs", false, "the migpro agent of node gpu-a may evict only pods on its own node; pod team/theirs is not on it", ""},
+		{"an unscheduled pod", DefaultAgentUser, "gpu-a", "pending", false, "pod team/pending is not on it", ""},
 		{"a token bound to no node", DefaultAgentUser, "", "mine", false, "its token names no node", ""},
 		{"a pod it cannot read", DefaultAgentUser, "gpu-a", "broken", false, "cannot read pod team/broken", ""},
-		{"a pod that does not exist", DefaultAgentUser, "gpu-a", "gone", true, "", ""},
+		{"a pod that does not exist (answered as a pod elsewhere)", DefaultAgentUser, "gpu-a", "gone", false, "pod team/gone is not on it", ""},
+		{"another node's pod without a UID precondition (no UID in the answer)", DefaultAgentUser, "gpu-a", "theirs", false, "pod team/theirs is not on it", "none"},
 		{"another user", "system:serviceaccount:kube-system:admin", "", "theirs", true, "", ""},
 	} {
 		uid := c.uid
@@ -102,6 +103,10 @@ func TestEvictionGuardKeepsTheAgentOnItsNode(t *testing.T) {
 		}
 		if !c.allowed && (r.Result == nil || r.Result.Code != http.StatusForbidden || !strings.Contains(r.Result.Message, c.msg)) {
 			t.Errorf("%s: result %+v, want 403 saying %q", c.what, r.Result, c.msg)
+		}
+		// Anyone can post a review: no answer names a pod's UID or node.
+		if r.Result != nil && (strings.Contains(r.Result.Message, "uid-") || strings.Contains(r.Result.Message, "gpu-b")) {
+			t.Errorf("%s: the answer tells a pod's UID or node: %q", c.what, r.Result.Message)
 		}
 	}
 }

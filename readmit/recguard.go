@@ -118,13 +118,12 @@ func (g *RecommendationGuard) check(ctx context.Context, req *admissionv1.Admiss
 		if r.Pod == "" || r.PodUID == "" {
 			return fmt.Sprintf("the migpro agent of node %s must name the pod (and its UID) a rule is for", node)
 		}
+		// The answers name no pod's UID or node, and a missing pod reads
+		// as one elsewhere.
+		notHere := fmt.Sprintf("the migpro agent of node %s may record a rule only for a pod on its node; pod %s/%s with that UID is not on it", node, req.Namespace, r.Pod)
 		pod, err := g.store.Client.CoreV1().Pods(req.Namespace).Get(lctx, r.Pod, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Sprintf("the migpro agent of node %s may record a rule only for a pod on its node; pod %s/%s: %v", node, req.Namespace, r.Pod, err)
-		}
-		if pod.UID != r.PodUID || pod.Spec.NodeName != node {
-			return fmt.Sprintf("the migpro agent of node %s may record a rule only for a pod on its node; pod %s/%s (uid %s) is on node %q",
-				node, req.Namespace, r.Pod, pod.UID, pod.Spec.NodeName)
+		if err != nil || pod.UID != r.PodUID || pod.Spec.NodeName != node {
+			return notHere
 		}
 		ref := metav1.GetControllerOf(pod)
 		if ref == nil {
@@ -132,7 +131,7 @@ func (g *RecommendationGuard) check(ctx context.Context, req *admissionv1.Admiss
 		}
 		owner := g.store.Owner(lctx, req.Namespace, Controller{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID})
 		if owner != rec.Controller || StoreName(owner.Kind, owner.Name) != req.Name {
-			return fmt.Sprintf("pod %s/%s belongs to %s, not to %s (%s)", req.Namespace, r.Pod, owner, rec.Controller, req.Name)
+			return fmt.Sprintf("pod %s/%s does not belong to %s (%s)", req.Namespace, r.Pod, rec.Controller, req.Name)
 		}
 	}
 	return ""

@@ -72,10 +72,10 @@ func TestRecommendationGuardKeepsRulesToTheWritersNode(t *testing.T) {
 		{"a rule dropped", theNode, rec(), recPtr(rec(theirs)), true, ""},
 		{"a read (empty patch)", "gpu-node-3", rec(theirs), recPtr(rec(theirs)), true, ""},
 		{"rule naming another node", theNode, rec(forged), nil, false, "only for its own node"},
-		{"rule for a pod on another node", theNode, rec(steered), nil, false, "is on node \"gpu-node-2\""},
+		{"rule for a pod on another node", theNode, rec(steered), nil, false, "is not on it"},
 		{"another node's rule rewritten", theNode, rec(Rule{Container: "main", From: res2g, To: res1g, Pod: "train-other", PodUID: "pod-uid-2", Node: "gpu-node-2"}), recPtr(rec(theirs)), false, "only for its own node"},
 		{"token bound to no node", "", rec(mine), nil, false, "bound to its node"},
-		{"rule for a pod of another controller", theNode, wrongCtrl, nil, false, "belongs to"},
+		{"rule for a pod of another controller", theNode, wrongCtrl, nil, false, "does not belong to"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			resp := g.Review(context.Background(), recRequest(t, c.node, c.rec, c.old))

@@ -48,7 +48,7 @@ used_bytes is max(shim, NVML's per-process memory). No agent is needed.
 --simulate runs the command on the simulated driver's stub libcuda, on a MIG instance
 of a simulated GPU made for the run (--profile, default the whole GPU).`,
 		Example: "  migctl record --output gen.csv -- python3 generate.py\n" +
-			"  migctl estimate --trace gen.csv\n" +
+			"  migctl predict --capacity 5Gi gen.csv\n" +
 			"  migctl record --simulate a100-40gb --profile 1g.5gb -- ./my-cuda-program",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {

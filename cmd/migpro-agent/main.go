@@ -24,6 +24,7 @@ import (
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin/podresources"
+	"github.com/migpro/migpro/readmit"
 )
 
 func main() {
@@ -88,6 +89,9 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.PollEvery, "poll-every", def.PollEvery, "period of NVML memory polling per container")
 	fs.StringVar(&cfg.CapsDir, "nvidia-capabilities-dir", def.CapsDir, "where the host's /proc/driver/nvidia/capabilities is readable")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", agent.DefaultMetricsAddr, "address of /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&cfg.ReadmitMode, "readmit-mode", string(readmit.DefaultMode), "what a predicted OOM does: off, advise (Event, annotation, recommendation, metric; no eviction) or evict (move the pod to the recommended profile)")
+	fs.BoolVar(&cfg.ReadmitModeLabels, "readmit-mode-labels", false, "let the label migpro.dev/readmit-mode=advise|evict on a pod or its namespace choose for it (not while --readmit-mode=off)")
+	fs.DurationVar(&cfg.ReadmitRestart, "readmit-restart", readmit.DefaultRestart, "how long a workload needs to restart on a larger instance, when its pod does not say (annotation migpro.dev/restart-seconds); with the pod's grace period, the time an eviction needs")
 	fs.BoolVar(&cfg.CleanupOnExit, "cleanup-on-exit", false, "on exit, destroy idle instances and remove migpro CDI specs (uninstall); in-use instances are left and reported")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fs.String("log-format", "text", "log format: text or json")
@@ -113,6 +117,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if cfg.WarmPool, err = agent.ParseWarmPool(*warm); err != nil {
 		return fmt.Errorf("--warm-pool: %w", err)
+	}
+	if _, err := readmit.ParseMode(cfg.ReadmitMode); err != nil {
+		return fmt.Errorf("--readmit-mode: %w", err)
 	}
 	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(kube.New())}
 	if *podRes != "" {

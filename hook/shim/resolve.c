@@ -157,8 +157,17 @@ EXPORT void *dlsym(void *handle, const char *name)
 	 * lookups are never wrapped either: global-scope lookups already find
 	 * the shim's wrappers first. TestDlsymNextChains fails if the compiler
 	 * ever stops emitting a jump here. */
-	if (handle == RTLD_NEXT || handle == RTLD_DEFAULT)
+	if (handle == RTLD_NEXT || handle == RTLD_DEFAULT) {
+		/* "Is the driver loaded?" asked as dlsym(RTLD_DEFAULT, "cuMem...")
+		 * would find the shim's own export in every process: for the names
+		 * it wraps, answer NULL while no real driver entry point exists. */
+		if (__builtin_expect(handle == RTLD_DEFAULT, 0)) {
+			int s = slot_by_name(name);
+			if (s >= 0 && shim_real((enum slot_id)s) == NULL)
+				return NULL;
+		}
 		return d(handle, name);
+	}
 	void *r = d(handle, name);
 	if (r == NULL)
 		return r;

@@ -111,3 +111,26 @@ func (l *rawListener) count() int {
 	defer l.mu.Unlock()
 	return len(l.msgs)
 }
+
+// A program asking "is the CUDA driver loaded?" with dlsym(RTLD_DEFAULT,
+// "cuMemAlloc_v2") is told no until it loads the driver, shim or not.
+func TestShimIsNoDriver(t *testing.T) {
+	a := artifacts(t)
+	src, err := SourceDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "cudaloaded")
+	if err := gcc(dir, []string{"-O2", "-Wall", "-o", prog, filepath.Join(src, "shimtest", "testdata", "cudaloaded.c"), "-ldl"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range [][]string{nil, {"LD_PRELOAD=" + a.Shim}} {
+		cmd := exec.Command(prog, a.Stub)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "no yes" {
+			t.Errorf("env %v: %v %q, want \"no yes\"", env, err, out)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-func simulateCmd(t *testing.T, args ...string) (string, string, int) {
+func replayCmd(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := runMain(append([]string{"replay"}, args...), &out, &errb)
@@ -22,8 +22,8 @@ func simulateCmd(t *testing.T, args ...string) (string, string, int) {
 // wallLine is the one line of output that depends on the machine.
 var wallLine = regexp.MustCompile(`(?m)^wall time: .*$`)
 
-func TestSimulateTable(t *testing.T) {
-	out, errs, code := simulateCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "3", "--check")
+func TestReplayTable(t *testing.T) {
+	out, errs, code := replayCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "3", "--check")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -33,22 +33,22 @@ func TestSimulateTable(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	again, _, _ := simulateCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "3", "--check")
+	again, _, _ := replayCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "3", "--check")
 	if wallLine.ReplaceAllString(out, "") != wallLine.ReplaceAllString(again, "") {
 		t.Errorf("the same seed printed different tables:\n%s\n%s", out, again)
 	}
-	other, _, _ := simulateCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "4", "--check")
+	other, _, _ := replayCmd(t, "--mix", "mixed", "--jobs", "40", "--seed", "4", "--check")
 	if wallLine.ReplaceAllString(out, "") == wallLine.ReplaceAllString(other, "") {
 		t.Errorf("seeds 3 and 4 printed the same table")
 	}
 }
 
-func TestSimulateJSONAndPolicies(t *testing.T) {
-	out, errs, code := simulateCmd(t, "--mix", "llm", "--jobs", "30", "--policies", "migpro,migpro+predict,static:3g+full", "--output", "json")
+func TestReplayJSONAndPolicies(t *testing.T) {
+	out, errs, code := replayCmd(t, "--mix", "llm", "--jobs", "30", "--policies", "migpro,migpro+predict,static:3g+full", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []simulateJSON
+	var rows []replayJSON
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
@@ -65,14 +65,14 @@ func TestSimulateJSONAndPolicies(t *testing.T) {
 	}
 }
 
-func TestSimulateCSVReplay(t *testing.T) {
+func TestReplayCSVReplay(t *testing.T) {
 	dir := t.TempDir()
 	csvPath := filepath.Join(dir, "jobs.csv")
-	gen, errs, code := simulateCmd(t, "--mix", "pcie", "--jobs", "30", "--write-csv", csvPath, "--policies", "migpro,migpro+pcie")
+	gen, errs, code := replayCmd(t, "--mix", "pcie", "--jobs", "30", "--write-csv", csvPath, "--policies", "migpro,migpro+pcie")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	replay, errs, code := simulateCmd(t, "--csv", csvPath, "--policies", "migpro,migpro+pcie")
+	replay, errs, code := replayCmd(t, "--csv", csvPath, "--policies", "migpro,migpro+pcie")
 	if code != 0 {
 		t.Fatalf("replay exit %d: %s", code, errs)
 	}
@@ -85,9 +85,9 @@ func TestSimulateCSVReplay(t *testing.T) {
 	}
 }
 
-func TestSimulatePlots(t *testing.T) {
+func TestReplayPlots(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "charts")
-	out, errs, code := simulateCmd(t, "--mix", "llm", "--jobs", "30", "--policies", "first-fit,migpro+predict", "--plot", dir, "--timeline-gpu", "2")
+	out, errs, code := replayCmd(t, "--mix", "llm", "--jobs", "30", "--policies", "first-fit,migpro+predict", "--plot", dir, "--timeline-gpu", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -108,7 +108,7 @@ func TestSimulatePlots(t *testing.T) {
 	}
 }
 
-func TestSimulateBadInput(t *testing.T) {
+func TestReplayBadInput(t *testing.T) {
 	dir := t.TempDir()
 	badCSV := filepath.Join(dir, "bad.csv")
 	if err := os.WriteFile(badCSV, []byte("id,arrival_s,full_runtime_s,peak_gib\na,0,100,lots\n"), 0o644); err != nil {
@@ -140,7 +140,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
-		out, errs, code := simulateCmd(t, tc.args...)
+		out, errs, code := replayCmd(t, tc.args...)
 		if code != 2 {
 			t.Errorf("%v: exit %d, want 2 (stdout %q, stderr %q)", tc.args, code, out, errs)
 			continue
@@ -181,13 +181,13 @@ func TestReplaySimulateSpec(t *testing.T) {
 // this stream the moves shorten mean JCT (measured 1,706 s against 2,000 s).
 // Both reserve room for starving jobs and backfill the held slots
 // (reservations and backfills in the JSON; measured 4 and 11).
-func TestSimulatePlanMovesTheQueue(t *testing.T) {
-	out, errs, code := simulateCmd(t, "--mix", "online", "--jobs", "300", "--seed", "1", "--load", "0.9",
+func TestReplayPlanMovesTheQueue(t *testing.T) {
+	out, errs, code := replayCmd(t, "--mix", "online", "--jobs", "300", "--seed", "1", "--load", "0.9",
 		"--simulate", "a100-40gb:2", "--policies", "migpro+reserve,migpro+plan", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []simulateJSON
+	var rows []replayJSON
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
@@ -210,7 +210,7 @@ func TestSimulatePlanMovesTheQueue(t *testing.T) {
 // (4,900 s each), and migpro+plan widens three onto 2g.10gb, which hold
 // the same memory on two slices (2,450 s): mean JCT about 3,063 s. Named
 // as 1g.10gb in the CSV, they keep that profile under both policies.
-func TestSimulateWidensJobsThatAskForMemory(t *testing.T) {
+func TestReplayWidensJobsThatAskForMemory(t *testing.T) {
 	for _, named := range []bool{false, true} {
 		csv := "id,arrival_s,full_runtime_s,peak_gib,scaling,profile\n"
 		profile := ""
@@ -224,11 +224,11 @@ func TestSimulateWidensJobsThatAskForMemory(t *testing.T) {
 		if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, errs, code := simulateCmd(t, "--csv", path, "--simulate", "a100-40gb:1", "--policies", "migpro,migpro+plan", "--output", "json")
+		out, errs, code := replayCmd(t, "--csv", path, "--simulate", "a100-40gb:1", "--policies", "migpro,migpro+plan", "--output", "json")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
-		var rows []simulateJSON
+		var rows []replayJSON
 		if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
 			t.Fatalf("rows %+v, %v in %s", rows, err, out)
 		}

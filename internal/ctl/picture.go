@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"fmt"
@@ -10,14 +10,15 @@ import (
 	"github.com/migpro/migpro/partitioner"
 )
 
-// cellWidth is the width of one memory slot in the layout picture; wide
-// enough for "3g.20gb+me" and an 8-character UUID prefix.
-const cellWidth = 11
+// cellWidth is the width of one memory slot in the layout picture: a
+// one-slot box holds the longest one-slot name ("1g.18gb+me", "1g.10gb+me")
+// between its brackets, and the 8-character ID.
+const cellWidth = 12
 
-// drawLayouts draws each GPU as a row of memory slots: one box per instance
+// DrawLayouts draws each GPU as a row of memory slots: one box per instance
 // spanning its slots, showing the profile, whether it is idle or in use, and
 // the start of its UUID. Free slots are dotted.
-func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instance) {
+func DrawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instance) {
 	for _, g := range gpus {
 		fmt.Fprintf(w, "GPU %d  %s  %d/%d layouts reachable\n", g.Index, g.Model, g.Reachable, g.Maximal)
 		var onGPU []partitioner.Instance
@@ -62,8 +63,8 @@ func drawLayouts(w io.Writer, gpus []partitioner.GPU, insts []partitioner.Instan
 	}
 }
 
-// drawStatus draws the layouts of an agent's status answer.
-func drawStatus(w io.Writer, st client.Status) {
+// DrawStatus draws the layouts of an agent's status answer.
+func DrawStatus(w io.Writer, st client.Status) {
 	gpus := make([]partitioner.GPU, len(st.GPUs))
 	for i, g := range st.GPUs {
 		gpus[i] = partitioner.GPU{Index: g.Index, Model: g.Model, UUID: g.UUID, Slots: g.Slots, Slices: g.Slices, Reachable: g.Reachable, Maximal: g.Maximal}
@@ -76,7 +77,7 @@ func drawStatus(w io.Writer, st client.Status) {
 			Profile: in.Profile, State: partitioner.State(in.State), Owner: in.Owner,
 		}
 	}
-	drawLayouts(w, gpus, insts)
+	DrawLayouts(w, gpus, insts)
 }
 
 func instanceAt(insts []partitioner.Instance, slot int) (partitioner.Instance, bool) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,48 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/migpro/migpro/agent"
-	"github.com/migpro/migpro/agent/gpunode"
 	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/internal/ctl/ctltest"
 	"github.com/migpro/migpro/runner"
 )
 
-// runAgent runs a real agent in-process on a simulated A100-40GB.
-func runAgent(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mrun")
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	cfg := agent.Config{Simulate: "a100-40gb", StateDir: filepath.Join(dir, "state"),
-		Socket: filepath.Join(dir, "a.sock"), CDISpecDir: filepath.Join(dir, "cdi"), CDIKind: "migctl-run-test.dev/mig",
-		TelemetryDir: filepath.Join(dir, "run")}
-	g, err := gpunode.Open(cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(cfg, g, agent.WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; g.Close(); os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "a.sock")
-	c := client.New(sock)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := c.Status(context.Background()); err == nil {
-			return sock
-		} else if time.Now().After(deadline) {
-			t.Fatalf("agent did not answer: %v", err)
-		}
-	}
-}
+func runAgent(t *testing.T) string { return ctltest.Agent(t, "migctl-run-test.dev/mig", 0) }
 
 // cmdEngine stands in for containerd: a container writes a line and then
 // exits with code, or, with code < 0, runs until it is signalled.
@@ -139,7 +102,7 @@ func TestRunBadInputExits2(t *testing.T) {
 		var out, errb bytes.Buffer
 		code := runMain(append([]string{"run"}, tc.args...), &out, &errb)
 		if code != 2 || !strings.Contains(errb.String(), tc.msg) || strings.Count(errb.String(), "\n") != 1 {
-			t.Errorf("migctl run %v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, errb.String(), tc.msg)
+			t.Errorf("migpro-lab run %v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, errb.String(), tc.msg)
 		}
 	}
 }
@@ -167,7 +130,7 @@ func TestRunExitCodeOutputAndNoLeak(t *testing.T) {
 		!slices.Equal(c.Env, []string{"A=b"}) || !strings.HasPrefix(c.Device, "migctl-run-test.dev/mig=") {
 		t.Errorf("started %+v", c)
 	}
-	if !strings.Contains(stderr.String(), "migctl run: started job1 on 1g.5gb") {
+	if !strings.Contains(stderr.String(), "migpro-lab run: started job1 on 1g.5gb") {
 		t.Errorf("stderr %q", stderr.String())
 	}
 	if left := instancesLeft(t, sock); len(left) != 0 {
@@ -217,7 +180,7 @@ func TestRunSIGTERMStopsAndFrees(t *testing.T) {
 			t.Errorf("runMain %d, exit %d; want 143", code, *exitCode)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("migctl run did not stop on SIGTERM")
+		t.Fatal("migpro-lab run did not stop on SIGTERM")
 	}
 	e.mu.Lock()
 	kills := slices.Clone(e.kills)
@@ -228,7 +191,7 @@ func TestRunSIGTERMStopsAndFrees(t *testing.T) {
 	if left := instancesLeft(t, sock); len(left) != 0 {
 		t.Errorf("instances left: %+v", left)
 	}
-	if !strings.Contains(stderr.String(), "migctl run: stopped on terminated") {
+	if !strings.Contains(stderr.String(), "migpro-lab run: stopped on terminated") {
 		t.Errorf("stderr %q", stderr.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
@@ -37,7 +38,7 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 		// The demo plays minutes of growth in four seconds: the predictor's
 		// time bins shrink with it (the agent's own are 2 s).
 		Predictor: func(c predictor.Config) predictor.Config { c.Bin = 0.02; return c }},
-		agent.GPU{Node: node}, agent.WithLogger(quietLogger()))
+		agent.GPU{Node: node}, agent.WithLogger(ctl.QuietLogger()))
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 	}
 }
 
-// moveTo readmits the server on a larger instance, as migctl run does for
+// moveTo readmits the server on a larger instance, as migpro-lab run does for
 // containerd and the eviction plus webhook do for Kubernetes.
 func moveTo(ctx context.Context, stdout io.Writer, a *agent.Agent, c *client.Client, from client.AllocResponse, profile string) error {
 	if err := c.Free(ctx, from.CDIName); err != nil {
@@ -110,7 +111,7 @@ func moveTo(ctx context.Context, stdout io.Writer, a *agent.Agent, c *client.Cli
 	if err != nil {
 		return err
 	}
-	drawStatus(stdout, st)
+	ctl.DrawStatus(stdout, st)
 	return nil
 }
 

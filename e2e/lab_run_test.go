@@ -24,7 +24,7 @@ import (
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
-// The workload of TestMigctlRun: 4 GiB at once (the weights), then 10 MiB
+// The workload of TestLabRun: 4 GiB at once (the weights), then 10 MiB
 // every 400 ms for 40 s (activations), 5096 MiB in all. On a 1g.5gb
 // (4864 MiB) it would run out of memory after about 31 s of growth. The
 // agent's predictor reads seconds (predictor.ForSeconds: 2 s bins, 24 s
@@ -40,12 +40,12 @@ const (
 	runStepMillis = 400
 )
 
-// migctl run against the real agent (hook and shim in the CDI spec) and a
+// migpro-lab run against the real agent (hook and shim in the CDI spec) and a
 // real containerd: the growing pattern is restarted on a larger instance
 // before its first run's bytes reach the first instance's capacity, the
 // second run completes on the larger instance, and nothing is left: no
 // instance, no container, no registration.
-func TestMigctlRun(t *testing.T) {
+func TestLabRun(t *testing.T) {
 	e := newHookEnv(t)
 	a := startAgent(t, "a100-40gb", "--hook", e.hookBin, "--shim", e.art.Shim, "--poll-every", "100ms")
 	c := harness.StartContainerd(t)
@@ -78,20 +78,20 @@ func TestMigctlRun(t *testing.T) {
 		"--profile", "1g.5gb", "--max-restarts", "1", "--poll", "100ms", "--stop-timeout", "1s",
 		"--cdi-dir", harness.CDIDir, "--runc-binary", harness.RuncPath, "--runc-root", c.RuncRoot,
 		image, "/app/pattern", fmt.Sprintf("alloc:%d", runBaseBytes), fmt.Sprintf("grow:%d:%d:%d", runStepBytes, runSteps, runStepMillis)}
-	cmd := exec.Command(migproBin(t, "migctl"), args...)
+	cmd := exec.Command(migproBin(t, "migpro-lab"), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	close(stopWatch)
 	<-watched
-	t.Logf("migctl run took %v\nstderr:\n%s", time.Since(start).Round(time.Millisecond), stderr.String())
+	t.Logf("migpro-lab run took %v\nstderr:\n%s", time.Since(start).Round(time.Millisecond), stderr.String())
 	if err != nil {
-		t.Fatalf("migctl run: %v\nstdout tail:\n%s\nagent log:\n%s", err, lastLines(stdout.String(), 10), a.logTail())
+		t.Fatalf("migpro-lab run: %v\nstdout tail:\n%s\nagent log:\n%s", err, lastLines(stdout.String(), 10), a.logTail())
 	}
 
 	// The restart line, and the profile it moved to.
-	m := regexp.MustCompile(`migctl run: predicted out of memory at (\d+)% of 1g\.5gb \(.*\): restarting on (\S+) \(restart 1 of 1\)`).
+	m := regexp.MustCompile(`migpro-lab run: predicted out of memory at (\d+)% of 1g\.5gb \(.*\): restarting on (\S+) \(restart 1 of 1\)`).
 		FindStringSubmatch(stderr.String())
 	if m == nil {
 		t.Fatalf("no restart line in stderr:\n%s\nagent log:\n%s", stderr.String(), a.logTail())
@@ -141,7 +141,7 @@ func TestMigctlRun(t *testing.T) {
 
 	// Nothing left: instances, registrations, containers.
 	if st := a.status(t); len(st.Instances) != 0 {
-		t.Errorf("instances left after migctl run: %+v", st.Instances)
+		t.Errorf("instances left after migpro-lab run: %+v", st.Instances)
 	}
 	waitDeregistered(t, a, id)
 	waitDeregistered(t, a, id+"-r1")
@@ -220,11 +220,11 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// migctl run's exits with real parts: the container's own exit code, the
+// migpro-lab run's exits with real parts: the container's own exit code, the
 // agent's refusal of an unknown profile (2), and SIGINT while the container
 // runs (130, after SIGTERM then SIGKILL to a PID 1 that ignores SIGTERM).
 // Each leaves no instance and no container.
-func TestMigctlRunExitsAndInterrupt(t *testing.T) {
+func TestLabRunExitsAndInterrupt(t *testing.T) {
 	a := startAgent(t, "a100-40gb")
 	c := harness.StartContainerd(t)
 	const ns = "migpro-e2e-run"
@@ -233,7 +233,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 		args := []string{"run", "--socket", a.Socket, "--containerd", c.Socket, "--namespace", ns, "--id", id,
 			"--poll", "100ms", "--stop-timeout", "1s", "--cdi-dir", harness.CDIDir,
 			"--runc-binary", harness.RuncPath, "--runc-root", c.RuncRoot}
-		return exec.Command(migproBin(t, "migctl"), append(args, cmdArgs...)...)
+		return exec.Command(migproBin(t, "migpro-lab"), append(args, cmdArgs...)...)
 	}
 	nothingLeft := func(t *testing.T) {
 		t.Helper()
@@ -248,7 +248,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 	t.Run("exit code", func(t *testing.T) {
 		out, err := migctl("exit7", "--profile", "1g.5gb", harness.BusyboxImageName, "sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES; exit 7").Output()
 		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 7 {
-			t.Errorf("migctl run: %v, want exit 7", err)
+			t.Errorf("migpro-lab run: %v, want exit 7", err)
 		}
 		if !strings.HasPrefix(string(out), "MIG-") {
 			t.Errorf("container output %q, want its MIG UUID", out)
@@ -259,7 +259,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 	t.Run("unknown profile", func(t *testing.T) {
 		out, err := migctl("bad", "--profile", "9g.1tb", harness.BusyboxImageName, "true").CombinedOutput()
 		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "offered: [") {
-			t.Errorf("migctl run: %v: %s; want exit 2 with the offered profiles", err, out)
+			t.Errorf("migpro-lab run: %v: %s; want exit 2 with the offered profiles", err, out)
 		}
 		nothingLeft(t)
 	})
@@ -277,7 +277,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 		}
 		out, err := migctl("taken", "--profile", "1g.5gb", harness.BusyboxImageName, "true").CombinedOutput()
 		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), `container "taken" already exists`) {
-			t.Errorf("migctl run: %v: %s; want exit 1, id in use", err, out)
+			t.Errorf("migpro-lab run: %v: %s; want exit 1, id in use", err, out)
 		}
 		if _, err := c.Client.LoadContainer(ctx, "taken"); err != nil {
 			t.Errorf("the other container is gone: %v", err)
@@ -306,7 +306,7 @@ func TestMigctlRunExitsAndInterrupt(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGINT)
 		err := cmd.Wait()
 		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Errorf("migctl run: %v, want exit 130\n%s", err, stderr.String())
+			t.Errorf("migpro-lab run: %v, want exit 130\n%s", err, stderr.String())
 		}
 		if !strings.Contains(stderr.String(), "interrupted: stopping sleeper") {
 			t.Errorf("stderr %q", stderr.String())
