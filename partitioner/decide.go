@@ -60,10 +60,16 @@ func (p *Partitioner) stages() []stage {
 		return []stage{{p.freeOptions, p.betterFree}}
 	}
 	return []stage{
-		{p.reuseOptions, func(a, b *option) bool { return betterReuse(p.policy, a.c, b.c) }},
+		p.reuseStage(),
 		p.createStage(false),
 		p.createStage(true),
 	}
+}
+
+// reuseStage reuses an idle instance of the profile, ordered by the
+// policy's reuse order.
+func (p *Partitioner) reuseStage() stage {
+	return stage{generate: p.reuseOptions, better: func(a, b *option) bool { return betterReuse(p.policy, a.c, b.c) }}
 }
 
 // createStage creates in free space or, with reclaim, after destroying idle
