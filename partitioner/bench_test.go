@@ -55,6 +55,17 @@ func BenchmarkDecision(b *testing.B) {
 				}
 			})
 		}
+		// The local API's "or larger" decision: the profile, else a
+		// larger instance (its worst case is a profile that must wait).
+		for _, prof := range []string{"1g.5gb", "4g.20gb", "7g.40gb"} {
+			b.Run(policy.Name()+"/holding/"+prof, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if _, err := p.PlanHolding(prof); err != nil && !errors.Is(err, ErrMustWait) {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -68,8 +68,8 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 	tempKey := s.nextTemp
 	s.nextTemp--
 	s.records[tempKey] = &Instance{
-		Instance: gpu.Instance{GPU: plan.GPU, GIID: tempKey, CIID: gpu.NoComputeInstance, ProfileID: s.profiles[profile].ID, Placement: create.Placement},
-		Profile:  profile, State: Creating,
+		Instance: gpu.Instance{GPU: plan.GPU, GIID: tempKey, CIID: gpu.NoComputeInstance, ProfileID: s.profiles[create.Profile].ID, Placement: create.Placement},
+		Profile:  create.Profile, State: Creating,
 	}
 	p.mu.Unlock()
 
@@ -89,7 +89,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 		}
 		p.resync(s)
 	} else {
-		inst = Instance{Instance: made, Profile: profile, State: Idle}
+		inst = Instance{Instance: made, Profile: create.Profile, State: Idle}
 		if owner != "" {
 			inst.State, inst.Owner = InUse, owner
 		}

@@ -63,7 +63,10 @@ func (s Step) String() string {
 // Plan is how one request is met: by reusing an idle instance (no steps), or
 // by an explicit list of destroys followed by one create, all on one GPU.
 type Plan struct {
+	// Profile is the profile the plan reuses or makes; Asked, when set, is
+	// the smaller profile the request named (WithLargerInstances).
 	Profile string
+	Asked   string
 	GPU     int
 	Reuse   *Instance // set when an idle instance is reused
 	Steps   []Step
