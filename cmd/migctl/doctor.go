@@ -47,7 +47,7 @@ usage. --simulate checks a simulated node's GPUs (the host checks stay this host
 			o.output = out.Format
 			opts := doctor.Options{NVMLLibrary: o.nvmlLib}
 			if o.simulate != "" {
-				node, err := simgpu.NewNode(o.simulate, simgpu.WithLogger(quietLog()))
+				node, err := simgpu.NewNode(o.simulate, simgpu.WithLogger(ctl.QuietLogger()))
 				if err != nil {
 					return ctl.Usagef("--simulate: %v", err)
 				}
@@ -105,13 +105,13 @@ simulated one, installed under a temporary root with one instance (--profile).`,
 				return err
 			}
 			o.output = out.Format
-			so := doctor.SpecOptions{DriverRoot: o.driverRoot, DevRoot: o.devRoot, HookPath: o.hookPath, Log: quietLog()}
+			so := doctor.SpecOptions{DriverRoot: o.driverRoot, DevRoot: o.devRoot, HookPath: o.hookPath, Log: ctl.QuietLogger()}
 			if o.simulate != "" {
 				dir, err := findBeside(o.simDriver, "simdriver", "--sim-driver", "build the stubs with `make simdriver`, or pass --sim-driver DIR")
 				if err != nil {
 					return err
 				}
-				sim, err := record.Simulate(o.simulate, o.profile, dir, quietLog())
+				sim, err := record.Simulate(o.simulate, o.profile, dir, ctl.QuietLogger())
 				if err != nil {
 					return ctl.Usagef("%v", err)
 				}
