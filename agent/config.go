@@ -117,6 +117,17 @@ type Config struct {
 	// predictor.ForSeconds (2 s bins, a loading grace). Tests that run a
 	// whole ramp in a few seconds shrink the bins with it.
 	Predictor func(predictor.Config) predictor.Config
+	// ReadmitMode is what readmission does with a mark: off, advise (the
+	// default when empty: Event, annotation, recommendation, metric, no
+	// eviction) or evict (readmit.Mode). ReadmitModeLabels lets the label
+	// migpro.dev/readmit-mode on a pod or its namespace choose advise or
+	// evict. ReadmitRestart is how long a workload needs to restart on a
+	// larger instance when its pod does not say (migpro.dev/restart-seconds):
+	// with the pod's grace period, the time an eviction needs, which the
+	// predictor must see the OOM coming within.
+	ReadmitMode       string
+	ReadmitModeLabels bool
+	ReadmitRestart    time.Duration
 }
 
 // DefaultCapsDir is where the driver publishes the MIG capability files.

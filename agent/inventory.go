@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"sync"
+
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin"
 )
@@ -12,6 +14,9 @@ import (
 type inventory struct {
 	a       *Agent
 	changes chan struct{}
+
+	subMu sync.Mutex
+	subs  []chan struct{} // other readers (the DRA driver), signalled alike
 }
 
 var _ plugin.Inventory = (*inventory)(nil)
@@ -52,4 +57,21 @@ func (inv *inventory) signal() {
 	case inv.changes <- struct{}{}:
 	default:
 	}
+	inv.subMu.Lock()
+	for _, c := range inv.subs {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+	inv.subMu.Unlock()
+}
+
+// subscribe adds a reader that is signalled like the plugins.
+func (inv *inventory) subscribe() <-chan struct{} {
+	c := make(chan struct{}, 1)
+	inv.subMu.Lock()
+	inv.subs = append(inv.subs, c)
+	inv.subMu.Unlock()
+	return c
 }

@@ -47,7 +47,7 @@ func newMetrics() *metrics {
 		}),
 		readmissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "migpro_readmissions_total",
-			Help: "Readmissions of marked pods through the API server, by result: evicted, recorded (recommendation stored, pod not evicted), ignored, failed.",
+			Help: "Readmissions of marked pods through the API server, by result: evicted, advised (advise mode: recorded, not evicted), recorded (recommendation stored, pod not evicted), ignored, failed.",
 		}, []string{"result"}),
 	}
 }

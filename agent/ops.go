@@ -30,7 +30,13 @@ func (a *Agent) Alloc(ctx context.Context, req client.AllocRequest) (client.Allo
 	if req.Owner != "" {
 		owner += ":" + req.Owner
 	}
-	in, plan, err := a.part.Allocate(ctx, req.Profile, owner)
+	allocate := a.part.Allocate
+	if req.Larger {
+		allocate = func(ctx context.Context, profile, owner string) (partitioner.Instance, partitioner.Plan, error) {
+			return a.part.AllocateHolding(ctx, profile, nil, owner)
+		}
+	}
+	in, plan, err := allocate(ctx, req.Profile, owner)
 	if errors.Is(err, partitioner.ErrMustWait) {
 		a.localWaiting(owner, req.Profile)
 	}

@@ -16,6 +16,11 @@ type AllocRequest struct {
 	Profile string `json:"profile"`
 	// Owner labels the holder in status pictures (default "local").
 	Owner string `json:"owner,omitempty"`
+	// Larger accepts, when the profile itself would have to wait, the
+	// smallest instance that holds it (at least its compute slices and
+	// memory), of any profile or GPU model; the answer's Profile says
+	// which. Without it the agent serves exactly the profile asked for.
+	Larger bool `json:"larger,omitempty"`
 }
 
 // AllocResponse is the instance given, with the name to pass to

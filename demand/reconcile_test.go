@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/migpro/migpro/internal/quietlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -304,7 +305,7 @@ func TestNodeThatWouldNotBeChosenDoesNotClaim(t *testing.T) {
 func TestRunWatchesPods(t *testing.T) {
 	cs, _ := casClient(t, readyNode("node-a"))
 	prov := newProv(nil, map[string]int{"1g.5gb": 7})
-	s, err := New(cs, "node-a", prov, WithResources(testResources), WithLogger(quietLogger()), WithEvents(true))
+	s, err := New(cs, "node-a", prov, WithResources(testResources), WithLogger(quietlog.New()), WithEvents(true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,25 +213,6 @@ func TestChartSchemaRejects(t *testing.T) {
 	}
 }
 
-// TestChartNotes: helm install prints where to look next.
-func TestChartNotes(t *testing.T) {
-	helm := helmBinary(t)
-	out, err := exec.Command(helm, "install", "migpro", "helm/migpro", "--dry-run=client", "--set", "nodeConfigs.small.policy=first-fit").CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm install --dry-run: %v\n%s", err, out)
-	}
-	i := bytes.Index(out, []byte("NOTES:"))
-	if i < 0 {
-		t.Fatalf("helm install prints no NOTES:\n%s", out)
-	}
-	notes := string(out[i:])
-	for _, want := range []string{"rollout status daemonset/migpro-agent", "daemonset/migpro-agent-small", "nvidia.com/mig-", "troubleshooting"} {
-		if !strings.Contains(notes, want) {
-			t.Errorf("NOTES lack %q:\n%s", want, notes)
-		}
-	}
-}
-
 func hasHostPath(r rendered, path string) bool {
 	for _, v := range r.ds.Spec.Template.Spec.Volumes {
 		if v.HostPath != nil && v.HostPath.Path == path {

@@ -36,6 +36,41 @@ type SpecOptions struct {
 	Log         logrus.FieldLogger
 }
 
+// GPUInfo is one GPU as the adapter sees it; Errors hold what it could not read.
+type GPUInfo struct {
+	Index       int            `json:"index"`
+	Model       string         `json:"model"`
+	UUID        string         `json:"uuid"`
+	Minor       int            `json:"minor"`
+	Memory      gpu.MemoryInfo `json:"memory"`
+	MIG         bool           `json:"mig"`
+	Profiles    []string       `json:"profiles,omitempty"`
+	InstanceIDs []string       `json:"instances,omitempty"`
+	Errors      []string       `json:"errors,omitempty"`
+}
+
+func gpuInfo(dev gpu.Device) GPUInfo {
+	g := GPUInfo{Index: dev.Index(), Model: dev.Model(), UUID: dev.UUID(), Minor: dev.Minor()}
+	var err error
+	if g.Memory, err = dev.Memory(); err != nil {
+		g.Errors = append(g.Errors, err.Error())
+	}
+	if g.MIG, err = dev.MIGEnabled(); err != nil {
+		g.Errors = append(g.Errors, err.Error())
+	}
+	if !g.MIG {
+		return g
+	}
+	if ps, err := dev.Profiles(); err != nil {
+		g.Errors = append(g.Errors, err.Error())
+	} else {
+		for _, p := range ps {
+			g.Profiles = append(g.Profiles, fmt.Sprintf("%s (id %d, %d MiB, up to %d)", p.Name, p.ID, p.MemoryMiB, p.MaxCount))
+		}
+	}
+	return g
+}
+
 // InstanceSpec is the spec the agent would write for one MIG instance.
 type InstanceSpec struct {
 	UUID string      `json:"uuid"`
@@ -58,6 +93,9 @@ type SpecReport struct {
 	Hooks       []string             `json:"hooks"`
 	CommonEdits specs.ContainerEdits `json:"commonEdits"`
 	Instances   []InstanceSpec       `json:"instances"`
+	// GPUs is what migpro's NVML adapter (gpu/nvmlgpu) reads of each GPU,
+	// through the same read-only calls the agent makes.
+	GPUs []GPUInfo `json:"gpus"`
 	// Notes say what could not be made, and why.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -158,6 +196,7 @@ func (r *SpecReport) instances(lib nvml.Interface, d cdi.Driver, o SpecOptions) 
 		return
 	}
 	for _, dev := range node.Devices() {
+		r.GPUs = append(r.GPUs, gpuInfo(dev))
 		if on, err := dev.MIGEnabled(); err != nil || !on {
 			r.Notes = append(r.Notes, fmt.Sprintf("GPU %d: MIG mode off, no instances (doctor changes nothing)", dev.Index()))
 			continue
@@ -171,6 +210,8 @@ func (r *SpecReport) instances(lib nvml.Interface, d cdi.Driver, o SpecOptions) 
 			r.Notes = append(r.Notes, fmt.Sprintf("GPU %d: MIG mode on, no instances", dev.Index()))
 		}
 		for _, in := range insts {
+			g := &r.GPUs[len(r.GPUs)-1]
+			g.InstanceIDs = append(g.InstanceIDs, fmt.Sprintf("gi %d ci %d %s", in.GIID, in.CIID, in.UUID))
 			if !in.Complete() {
 				continue
 			}
@@ -211,6 +252,13 @@ func (r SpecReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%s (%d):\n", g.name, len(g.items))
 		for _, it := range g.items {
 			fmt.Fprintf(&b, "  %s\n", it)
+		}
+	}
+	for _, g := range r.GPUs {
+		fmt.Fprintf(&b, "gpu %d: %s %s minor %d, %d of %d MiB used, MIG %v, %d profile(s), %d instance(s)\n", g.Index, g.Model, g.UUID, g.Minor,
+			g.Memory.Used>>20, g.Memory.Total>>20, g.MIG, len(g.Profiles), len(g.InstanceIDs))
+		for _, e := range g.Errors {
+			fmt.Fprintf(&b, "  error: %s\n", e)
 		}
 	}
 	fmt.Fprintf(&b, "instance specs (%d):\n", len(r.Instances))

@@ -46,6 +46,9 @@ func TestSpecOfSimulatedDriverWritesNoCDIDir(t *testing.T) {
 	if !strings.Contains(env, "NVIDIA_VISIBLE_DEVICES="+sim.Instance.UUID) {
 		t.Errorf("instance env %s", env)
 	}
+	if len(r.GPUs) != 1 || !r.GPUs[0].MIG || len(r.GPUs[0].Profiles) == 0 || len(r.GPUs[0].InstanceIDs) != 1 || r.GPUs[0].Memory.Total == 0 {
+		t.Errorf("adapter's view %+v", r.GPUs)
+	}
 	var buf bytes.Buffer
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func migproBin(t testing.TB, name string) string {
 		if agentBinErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", agentBinDir+"/", "./cmd/migpro-agent", "./cmd/migctl", "./cmd/migpro-hook", "./cmd/migpro-admission")
+		cmd := exec.Command("go", "build", "-o", agentBinDir+"/", "./cmd/migpro-agent", "./cmd/migctl", "./cmd/migpro-lab", "./cmd/migpro-hook", "./cmd/migpro-admission")
 		cmd.Dir = repoRoot()
 		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -93,7 +93,7 @@ func startNodeAgent(t *testing.T, k *harness.Kubelet, kubeconfig string) *agentP
 func TestClusterDemand(t *testing.T) {
 	cl, k := startClusterNode(t)
 	// The agent runs with exactly the RBAC the docs give it.
-	kubeconfig := serviceAccountKubeconfig(t, cl, "migpro-agent", manifestDocs(t, filepath.Join(repoRoot(), "deploy/rbac-demand.yaml"), nil))
+	kubeconfig := serviceAccountKubeconfig(t, cl, "migpro-agent", manifestDocs(t, filepath.Join(repoRoot(), "deploy/least-privilege/rbac-demand.yaml"), nil))
 
 	// No warm pool: the GPU starts empty.
 	a := startNodeAgent(t, k, kubeconfig)

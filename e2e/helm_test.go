@@ -209,7 +209,12 @@ func TestHelmInstall(t *testing.T) {
 
 	// (2, 3) install; the agent's pod becomes Ready through its probes.
 	start := time.Now()
-	h.run(t, append([]string{"install", "migpro", "deploy/helm/migpro"}, values...)...)
+	installed := h.run(t, append([]string{"install", "migpro", "deploy/helm/migpro"}, values...)...)
+	for _, want := range []string{"NOTES:", "rollout status daemonset/migpro-agent", "nvidia.com/mig-", "allocatable"} {
+		if !strings.Contains(installed, want) {
+			t.Errorf("helm install prints no %q in its notes:\n%s", want, installed)
+		}
+	}
 	pod := waitAgentReady(t, cl, "", 3*time.Minute)
 	t.Logf("helm install -> agent Ready: %v", time.Since(start).Round(time.Millisecond))
 	if !pod.Spec.HostPID || pod.Spec.PriorityClassName != "system-node-critical" {
@@ -374,7 +379,7 @@ func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet, agent *c
 	if q := old.Spec.Containers[0].Resources.Limits[res1g5]; q.String() != "1" || old.Annotations[readmit.AnnotationReadmitted] != "" {
 		t.Fatalf("first trainer pod changed: limits %v annotations %v", old.Spec.Containers[0].Resources.Limits, old.Annotations)
 	}
-	marker := readmit.NewMarker(cl.Client, readmit.WithNodeName(k.NodeName))
+	marker := readmit.NewMarker(cl.Client, readmit.WithNodeName(k.NodeName), readmit.WithMode(readmit.ModeEvict))
 	mark := readmit.Mark{PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
 		FromProfile: "1g.5gb", ToProfile: "2g.10gb", ForecastBytes: 7 << 30, Reason: string(predictor.ReasonTimeToOOM), Fits: true}
 	if out, err := marker.Handle(ctx, mark); err != nil {

@@ -103,12 +103,14 @@ func (st *readmitStack) waitWebhook(t *testing.T) {
 }
 
 // marker is the Marker as the agent on node runs it: its identity, with a
-// token bound to its node (the eviction guard needs the node), its node.
-func (st *readmitStack) marker(t *testing.T, node string) *readmit.Marker {
+// token bound to its node (the eviction guard needs the node), its node;
+// in evict mode unless opts say otherwise.
+func (st *readmitStack) marker(t *testing.T, node string, opts ...readmit.Option) *readmit.Marker {
 	logger := logrus.New()
 	logger.SetOutput(testWriter{t})
-	return readmit.NewMarker(nodeBoundAgent(t, st.cl, node), readmit.WithNodeName(node), readmit.WithLogger(logger),
-		readmit.WithEvictBackoff(wait.Backoff{Duration: 300 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second, Steps: 60}))
+	return readmit.NewMarker(nodeBoundAgent(t, st.cl, node), append([]readmit.Option{readmit.WithNodeName(node), readmit.WithLogger(logger),
+		readmit.WithEvictBackoff(wait.Backoff{Duration: 300 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second, Steps: 60}),
+		readmit.WithMode(readmit.ModeEvict)}, opts...)...)
 }
 
 // firstPod waits for the trainer's first pod and checks that the API server

@@ -265,7 +265,7 @@ func podEvents(t *testing.T, cs kubernetes.Interface, pod string) map[string]str
 // replacement runs on a 2g.10gb instance the agent made for the replacement.
 func TestReadmitKubelet(t *testing.T) {
 	cl, k := startClusterNode(t)
-	st := startReadmitStack(t, cl, "deploy/rbac-demand.yaml")
+	st := startReadmitStack(t, cl, "deploy/least-privilege/rbac-demand.yaml")
 	a := startNodeAgent(t, k, st.agentKC)
 
 	createTrainer(t, cl, "", true)

@@ -2,6 +2,6 @@
 // and instances of each GPU, and the driver's refusals as typed errors.
 //
 // Two implementations sit behind it with the same adapter code: nvmlgpu over
-// the real go-nvml library, and sim, a simulated GPU that enforces the
+// the real go-nvml library, and simgpu, the simulated GPU that enforces the
 // driver's rules, plugged into the same adapter.
 package gpu

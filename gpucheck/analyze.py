@@ -58,6 +58,11 @@ def workload(out, name):
         w["peak_torch_reserved_mib"] = max(ints(torch_rows, "torch_reserved")) / MiB
         times = [float(r["unix"]) for r in samples]
         shim_vs, nvml_vs = [], []
+        # Without per-process figures (NVML's pids are the host's), the
+        # devices' used memory over its level before the workload stands in.
+        per_proc = any(int(r["nvml_process_bytes"]) > 0 for r in samples)
+        base = min(ints([r for r in samples if r["source"] == "nvml"], "nvml_device_bytes") or [0])
+        w["nvml_view"] = "per-process" if per_proc else "device used minus its idle level"
         for tr in torch_rows:
             i = bisect.bisect_right(times, float(tr["unix"]) + 0.05) - 1
             if i < 0:
@@ -65,8 +70,9 @@ def workload(out, name):
             s = samples[i]
             res = int(tr["torch_reserved"])
             shim_vs.append((int(s["shim_bytes"]) - res) / MiB)
-            if int(s["nvml_process_bytes"]) > 0:
-                nvml_vs.append((int(s["nvml_process_bytes"]) - res) / MiB)
+            nv = int(s["nvml_process_bytes"]) if per_proc else int(s["nvml_device_bytes"]) - base
+            if nv > 0:
+                nvml_vs.append((nv - res) / MiB)
         for key, vals in (("shim_minus_reserved_mib", shim_vs), ("nvml_minus_reserved_mib", nvml_vs)):
             if vals:
                 w[key] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}

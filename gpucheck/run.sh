@@ -121,7 +121,7 @@ else
 fi
 workloads=(model-load generate-oom serve-warm-pool vllm-like train-settle train-leak)
 if [ "$TORCH" = yes ]; then
-	record model-load 0 "0.9B Llama from a config, moved tensor by tensor" -- python3 "$W/model_load.py"
+	record model-load 0 "0.55B Llama from a config, moved tensor by tensor" -- python3 "$W/model_load.py"
 	record generate-oom 3 "KV cache grows into the ${BUDGET_GIB} GiB budget: OOM, exit 3" -- python3 "$W/generate_oom.py"
 	record serve-warm-pool 0 "requests served from a warm pool" -- python3 "$W/serve_warm_pool.py"
 	record vllm-like 0 "load, profile, empty_cache, KV cache to 90% of the budget" -- python3 "$W/vllm_like.py"

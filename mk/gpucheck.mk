@@ -19,7 +19,7 @@ SIMULATE        ?=
 gpu-kit: $(BIN)/libmigpro-shim.so simdriver
 	rm -rf $(GPU_KIT)
 	mkdir -p $(GPU_KIT)/bin $(GPU_KIT)/lib/migpro/simdriver $(GPU_KIT)/workloads
-	$(GO) build -trimpath -ldflags '-s -w' -o $(GPU_KIT)/bin/migctl ./cmd/migctl
+	$(GO) build -ldflags '-s -w' -o $(GPU_KIT)/bin/migctl ./cmd/migctl
 	cp $(BIN)/libmigpro-shim.so $(GPU_KIT)/lib/migpro/
 	strip --strip-unneeded $(GPU_KIT)/lib/migpro/libmigpro-shim.so
 	cp $(SIMDRIVER_OUT)/libcuda.so $(SIMDRIVER_OUT)/libnvidia-ml.so $(SIMDRIVER_OUT)/nvidia-smi $(GPU_KIT)/lib/migpro/simdriver/

@@ -1,12 +1,4 @@
 # Security hardening checks; see docs/security.md.
 #
-#   make api-fuzz   bounded fuzz run of the local API's request decoding (part of make test)
-
-API_FUZZTIME ?= 40000x
-
-.PHONY: api-fuzz
-
-api-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzLocalAPIRequest$$' -fuzztime $(API_FUZZTIME) -fuzzminimizetime $(FUZZ_MINIMIZE) ./agent
-
-TEST_TARGETS += api-fuzz
+# The local API's request-decoding fuzz run (api-fuzz, part of make test) is
+# in mk/fuzz.mk with the project's other fuzz targets.

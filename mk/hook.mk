@@ -2,17 +2,15 @@
 #
 #   make shim        build $(BIN)/libmigpro-shim.so with the system gcc
 #   make hook        build $(BIN)/migpro-hook (static: no cgo in its imports)
-#   make hook-fuzz   bounded fuzz runs (part of make test)
+#   (hook-fuzz is in mk/fuzz.mk)
 #   make hook-bench  shim overhead, hook start time, agent ingest rate
 
 SHIM_CFLAGS = -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden
 # libc alone: an image without libdl.so.2 must still run its programs (the
 # shim takes dlvsym as a weak reference, see hook/shim/resolve.c).
 SHIM_LIBS =
-DECODE_FUZZTIME ?= 300000x
-HOOK_FUZZTIME ?= 100000x
 
-.PHONY: shim hook hook-fuzz hook-bench
+.PHONY: shim hook hook-bench
 
 build: $(BIN)/libmigpro-shim.so
 
@@ -27,13 +25,7 @@ $(BIN)/libmigpro-shim.so: $(SHIM_SRC) $(wildcard hook/shim/*.h)
 hook:
 	$(GO) build -o $(BIN)/migpro-hook ./cmd/migpro-hook
 
-hook-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(DECODE_FUZZTIME) -fuzzminimizetime $(FUZZ_MINIMIZE) ./telemetry
-	$(GO) test -run '^$$' -fuzz '^FuzzHookInput$$' -fuzztime $(HOOK_FUZZTIME) -fuzzminimizetime $(FUZZ_MINIMIZE) ./hook
-
 hook-bench:
 	$(GO) test -run '^$$' -bench ShimAllocFreePair -benchtime 1000000x ./hook/shimtest
 	$(GO) test -run '^$$' -bench HookStart -benchtime 50x ./cmd/migpro-hook
 	$(GO) test -run '^$$' -bench Ingest -benchmem -cpu 1 ./telemetry
-
-TEST_TARGETS += hook-fuzz

@@ -2,12 +2,14 @@
 .PHONY: predictor-eval predictor-bench predictor-traces
 
 # Baseline and migpro side by side on the checked-in traces, then the
-# framework-shaped families, their ablation and the stress set (10 GiB instance).
+# framework-shaped families, their ablation and the stress set (10 GiB instance),
+# and issue 29's shapes, tuned and held out (10 GB instance).
 predictor-eval:
 	$(GO) run ./cmd/migctl predict --capacity 10Gi --algorithm both --gpu h100-80gb predictor/testdata
 	$(GO) run ./cmd/migctl predict --capacity 10Gi --algorithm both --horizon 120 predictor/testdata
 	$(GO) test -count=1 -v -run TestAblation ./predictor/eval
 	$(GO) test -count=1 -v -run 'TestRealFamilies$$|TestFlanT5Step|TestRealAblation|TestJumpGateOnPreallocation|TestStressFamilies' ./predictor/eval
+	$(GO) test -count=1 -v -run 'TestTunedShapes|TestHeldOutShapes' ./predictor/eval
 
 # Cost per sample (target under 1 µs, 0 allocations).
 predictor-bench:
@@ -17,17 +19,5 @@ predictor-bench:
 predictor-traces:
 	$(GO) generate ./predictor
 
-# Untrusted input: trace files and telemetry samples (30 s each).
-.PHONY: predictor-fuzz
-predictor-fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./predictor/trace
-	$(GO) test -run '^$$' -fuzz FuzzObserve -fuzztime 30s ./predictor
-
-# The webhook's recommendation parsing: a planted ConfigMap's data must never
-# panic the webhook or patch anything but a container's MIG request
-# (part of make test; READMIT_FUZZTIME bounds it).
-READMIT_FUZZTIME ?= 3000x
-.PHONY: readmit-fuzz
-readmit-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzRecommendation$$' -fuzztime $(READMIT_FUZZTIME) -fuzzminimizetime $(FUZZ_MINIMIZE) ./readmit
-TEST_TARGETS += readmit-fuzz
+# The fuzz targets (predictor-fuzz: trace files and telemetry samples;
+# readmit-fuzz) are in mk/fuzz.mk.

@@ -1,4 +1,4 @@
-# Workload replay (replay/, migctl replay; docs/replay.md).
+# Workload replay (replay/, migpro-lab replay; docs/replay.md).
 # `make replay-report` replays every generated mix under every policy and
 # writes each table and its charts under REPLAY_OUT (bin/, not tracked). It is
 # part of `make test`, so it is kept small: the multi-node stream runs
@@ -9,7 +9,7 @@ REPLAY_OUT          ?= $(BIN)/replay-report
 REPLAY_MIXES        ?= small mixed llm pcie
 REPLAY_STREAM_JOBS  ?= 400
 REPLAY_STREAM_NODES ?= 3
-REPLAY              ?= $(BIN)/migctl replay
+REPLAY              ?= $(BIN)/migpro-lab replay
 MIGPRO_OPENB_DIR    ?=
 
 TEST_TARGETS += replay-report

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner/geometry"
 )
 
@@ -55,6 +56,17 @@ func BenchmarkDecision(b *testing.B) {
 				}
 			})
 		}
+		// The local API's "or larger" decision: the profile, else a
+		// larger instance (its worst case is a profile that must wait).
+		for _, prof := range []string{"1g.5gb", "4g.20gb", "7g.40gb"} {
+			b.Run(policy.Name()+"/holding/"+prof, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if _, err := p.PlanHolding(prof); err != nil && !errors.Is(err, ErrMustWait) {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -92,7 +104,7 @@ func servedBeforeWait(b *testing.B, spec string, policy Policy, seed int64) int 
 		b.Fatal(err)
 	}
 	defer node.Close()
-	p, err := New(node, WithPolicy(policy), WithLogger(discard()))
+	p, err := New(node, WithPolicy(policy), WithLogger(quietlog.New()))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (p *Partitioner) AllocateAt(ctx context.Context, profile string, pin *Pin, 
 // ErrMustWait when there is no free room.
 func (p *Partitioner) Provision(ctx context.Context, profile string) (Instance, Plan, error) {
 	return p.allocate(ctx, profile, "", func() (Plan, error) {
-		if plan, ok := p.planCreate(profile, nil, false); ok {
+		if plan, ok := p.decideStage(profile, nil, p.createStage(false)); ok {
 			return plan, nil
 		}
 		return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
@@ -43,7 +43,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 		p.mu.Unlock()
 		return Instance{}, plan, err
 	}
-	p.demand.observe(profile, p.now())
+	p.mix.observe(profile, p.now())
 	if plan.Reuse != nil {
 		if owner != "" {
 			plan.Reuse.State, plan.Reuse.Owner = InUse, owner
@@ -68,8 +68,8 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 	tempKey := s.nextTemp
 	s.nextTemp--
 	s.records[tempKey] = &Instance{
-		Instance: gpu.Instance{GPU: plan.GPU, GIID: tempKey, CIID: gpu.NoComputeInstance, ProfileID: s.profiles[profile].ID, Placement: create.Placement},
-		Profile:  profile, State: Creating,
+		Instance: gpu.Instance{GPU: plan.GPU, GIID: tempKey, CIID: gpu.NoComputeInstance, ProfileID: s.profiles[create.Profile].ID, Placement: create.Placement},
+		Profile:  create.Profile, State: Creating,
 	}
 	p.mu.Unlock()
 
@@ -89,7 +89,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 		}
 		p.resync(s)
 	} else {
-		inst = Instance{Instance: made, Profile: profile, State: Idle}
+		inst = Instance{Instance: made, Profile: create.Profile, State: Idle}
 		if owner != "" {
 			inst.State, inst.Owner = InUse, owner
 		}

@@ -63,14 +63,17 @@ func (s Step) String() string {
 // Plan is how one request is met: by reusing an idle instance (no steps), or
 // by an explicit list of destroys followed by one create, all on one GPU.
 type Plan struct {
+	// Profile is the profile the plan reuses or makes; Asked, when set, is
+	// the smaller profile the request named (WithLargerInstances).
 	Profile string
+	Asked   string
 	GPU     int
 	Reuse   *Instance // set when an idle instance is reused
 	Steps   []Step
 	// Reachable is how many layouts of the chosen GPU stay reachable after the
 	// plan, and Before how many were reachable before.
 	Reachable, Before int
-	// Loss and GPULoss are the chosen candidate's demand-weighted losses
+	// Loss and GPULoss are the chosen candidate's mix-weighted losses
 	// (Candidate.Loss, Candidate.GPULoss), for a caller choosing between
 	// nodes.
 	Loss, GPULoss float64

@@ -57,7 +57,7 @@ const (
 	jumpShare = 0.6
 	// stepShare is the share of a window's rise one step between two
 	// neighbouring points may hold before jumpOnly discounts it.
-	stepShare = 0.4
+	stepShare = 0.25
 	// rawZ is the significance asked of the raw usage's slope. It is lower
 	// than the peak's z: under a per-step sawtooth (activations filled and
 	// freed every step) the raw series' residuals are the whole tooth, and at
@@ -207,7 +207,7 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first
-	lead := max(p.cfg.MinLead, m.riseLead(sc, &p.cfg)*elapsed)
+	lead := p.cfg.leadFor(m.riseLead(sc, &p.cfg), elapsed)
 	tto := max(0, (capacity-upper(now))/sc.fit.slope())
 	if tto > lead || (!p.cfg.NoJumpGate && m.jumpOnly(sc)) {
 		return verdict{}, false

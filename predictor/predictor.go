@@ -158,3 +158,14 @@ func toBytes(f float64) uint64 {
 	}
 	return uint64(math.Ceil(f))
 }
+
+// leadFor is the lead time with no horizon: factor × elapsed (never under
+// MinLead), and never beyond EvictionTime when one is set: the question is
+// whether the container runs out within the time an eviction needs.
+func (c *Config) leadFor(factor, elapsed float64) float64 {
+	lead := max(c.MinLead, factor*elapsed)
+	if c.EvictionTime > 0 {
+		lead = min(lead, c.EvictionTime)
+	}
+	return lead
+}

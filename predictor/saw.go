@@ -121,7 +121,7 @@ func (s *saw) check(p *Predictor, now float64) (verdict, bool) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon, saw: true}, upper(h) > capacity
 	}
 	elapsed := now - p.first
-	lead := max(p.cfg.MinLead, p.cfg.LeadFactor*elapsed)
+	lead := p.cfg.leadFor(p.cfg.LeadFactor, elapsed)
 	tto := max(0, (capacity-max(upper(now), p.peak))/a)
 	if tto > lead {
 		return verdict{}, false

@@ -125,6 +125,14 @@ type Config struct {
 	// NoBulkGate reads every rise as growth, whatever its calls. For
 	// measuring the gate only.
 	NoBulkGate bool
+	// EvictionTime is the time an eviction needs, in T units: the pod's
+	// termination grace period plus a restart. With no horizon, migpro asks
+	// whether the container runs out within it: it marks only when the
+	// projected OOM is nearer than EvictionTime (and than the lead the
+	// elapsed time allows), so a rise that stops before its OOM is that near
+	// is never marked. Zero: no such bound (iteration-indexed traces);
+	// ForSeconds sets DefaultEvictionTime.
+	EvictionTime float64
 	// Persist is how many consecutive samples must agree before migpro marks;
 	// this is the hysteresis against one-sample flukes. Default 3.
 	Persist int
@@ -208,7 +216,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Margin = 0.10
 	}
 	if c.Z < 0 || c.MinSamples < 2 || c.ConvergeWindow < 2 || c.ConvergeTol < 0 ||
-		c.LeadFactor < 0 || c.BulkLeadFactor < 0 || c.BlindLeadFactor < 0 || !(c.BulkBytes > 0) || c.MinLead < 0 || c.Persist < 1 || c.Margin < 0 {
+		c.LeadFactor < 0 || c.BulkLeadFactor < 0 || c.BlindLeadFactor < 0 || !(c.BulkBytes > 0) || c.MinLead < 0 || !(c.EvictionTime >= 0) || math.IsInf(c.EvictionTime, 0) || c.Persist < 1 || c.Margin < 0 {
 		return c, fmt.Errorf("predictor: invalid config %+v", c)
 	}
 	return c, nil
@@ -225,6 +233,9 @@ const (
 	SecondsMinLead         = 0
 	SecondsBin             = 2
 	SecondsMinSamples      = 12
+	// DefaultEvictionTime is Kubernetes' default termination grace period
+	// (30 s) plus 30 s to restart on a larger instance.
+	DefaultEvictionTime = 60
 )
 
 // ForSeconds returns c with the settings for a series in seconds from the
@@ -256,6 +267,9 @@ func ForSeconds(c Config) Config {
 	}
 	if c.Bin == 0 {
 		c.Bin = SecondsBin
+	}
+	if c.EvictionTime == 0 {
+		c.EvictionTime = DefaultEvictionTime
 	}
 	if c.MinSamples == 0 && c.Algorithm != Baseline {
 		c.MinSamples = SecondsMinSamples

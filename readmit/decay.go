@@ -108,6 +108,10 @@ type RunEnd struct {
 	// fitting (the predictor marked it, so its end says nothing about its
 	// need), fits nothing.
 	FitsProfile func(profile string) bool
+	// RanOut is set when the run ran out of GPU memory: its peak reached
+	// its instance's memory. A run marked in advise mode that ran out is
+	// counted (Metrics.AdvisedOOM).
+	RanOut bool
 }
 
 // RecordEnd counts a finished run against the recommendation of its pod's
@@ -123,13 +127,17 @@ func (m *Marker) RecordEnd(ctx context.Context, e RunEnd) ([]Rule, error) {
 	pod, err := m.client.CoreV1().Pods(e.PodNamespace).Get(ctx, e.PodName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		m.countAdvisedOOM(e, nil)
 		m.log.WithField("pod", e.PodNamespace+"/"+e.PodName).Debug("readmit: the run's pod is gone; run not counted")
 		return nil, nil
 	case err != nil:
+		m.countAdvisedOOM(e, nil)
 		return nil, fmt.Errorf("readmit: record run of %s/%s: read pod: %w", e.PodNamespace, e.PodName, err)
 	case e.PodUID != "" && string(pod.UID) != e.PodUID:
+		m.countAdvisedOOM(e, nil)
 		return nil, nil
 	}
+	m.countAdvisedOOM(e, pod)
 	ctrl := metav1.GetControllerOf(pod)
 	if ctrl == nil {
 		return nil, nil

@@ -76,7 +76,7 @@ func newMarker(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *Marker) 
 		name := a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName()
 		return true, nil, cs.Tracker().Delete(a.GetResource(), a.GetNamespace(), name)
 	})
-	m := NewMarker(cs, WithNodeName(theNode), WithLogger(quietLogger()), WithEvictBackoff(fastBackoff))
+	m := NewMarker(cs, WithNodeName(theNode), WithLogger(quietLogger()), WithEvictBackoff(fastBackoff), WithMode(ModeEvict))
 	m.now = func() time.Time { return time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC) }
 	return cs, m
 }

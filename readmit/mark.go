@@ -45,4 +45,6 @@ type PredictedOOM struct {
 	Reason        string    `json:"reason,omitempty"`
 	Node          string    `json:"node,omitempty"`
 	At            time.Time `json:"at"`
+	// Mode is the mode the mark was handled in (advise: nothing evicted).
+	Mode Mode `json:"mode,omitempty"`
 }

@@ -33,13 +33,19 @@ type Marker struct {
 	log     logrus.FieldLogger
 	backoff wait.Backoff
 	now     func() time.Time
+	mode    Mode
+	// labelOverride lets LabelMode choose advise or evict per pod.
+	labelOverride bool
+	metrics       *Metrics
+	advised       advisedSet
 }
 
 // NewMarker returns a Marker that talks to the API server through client.
 func NewMarker(client Client, opts ...Option) *Marker {
 	st := newSettings(opts)
 	return &Marker{client: client, store: Store{Client: client, ReadByPatch: true}, domain: st.domain, node: st.node,
-		log: st.log, backoff: st.backoff, now: time.Now}
+		log: st.log, backoff: st.backoff, now: time.Now,
+		mode: st.mode, labelOverride: st.labelOverride, metrics: newMetrics()}
 }
 
 // Client is the part of a Kubernetes clientset readmission uses: pods,
@@ -59,6 +65,10 @@ type Outcome struct {
 	From, To   string     // resource names
 	Recorded   bool       // the recommendation was written (false: it was already there)
 	Evicted    bool
+	// Mode is the mode the mark was handled in; Advised is set when it was
+	// recorded in advise mode.
+	Mode    Mode
+	Advised bool
 }
 
 // Handle acts on one mark. It is idempotent: a second call for the same pod
@@ -68,6 +78,10 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 	var out Outcome
 	if err := mk.validate(); err != nil {
 		out.Ignored = err.Error()
+		return out, nil
+	}
+	if m.mode == ModeOff {
+		out.Mode, out.Ignored = ModeOff, "readmission is off"
 		return out, nil
 	}
 	log := m.log.WithFields(logrus.Fields{"pod": mk.PodNamespace + "/" + mk.PodName, "container": mk.ContainerName,
@@ -86,6 +100,7 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		out.Ignored = "pod runs on node " + pod.Spec.NodeName
 		return out, nil
 	}
+	out.Mode = m.modeFor(ctx, pod)
 	from, err := m.fromResource(pod, mk)
 	if err != nil {
 		out.Ignored = err.Error()
@@ -100,7 +115,7 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		out.Ignored = "recommended profile is the current one"
 		return out, nil
 	}
-	if err := m.annotate(ctx, pod, mk, from, out.To); errors.Is(err, errPodGone) {
+	if err := m.annotate(ctx, pod, mk, from, out.To, out.Mode); errors.Is(err, errPodGone) {
 		out.Ignored = "pod is gone"
 		return out, nil
 	} else if err != nil {
@@ -120,6 +135,9 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		log.Warn("readmit: predicted out of memory; no node offers a larger profile, pod left running")
 		out.Ignored = "no node offers " + out.To
 		return out, nil
+	}
+	if out.Mode == ModeAdvise {
+		return m.advise(ctx, pod, mk, what, out)
 	}
 	ctrl := metav1.GetControllerOf(pod)
 	if ctrl == nil {
@@ -222,14 +240,14 @@ var errPodGone = errors.New("readmit: pod is gone")
 
 // annotate sets AnnotationPredictedOOM with a merge patch, unless the pod
 // already carries the same prediction.
-func (m *Marker) annotate(ctx context.Context, pod *corev1.Pod, mk Mark, from, to string) error {
+func (m *Marker) annotate(ctx context.Context, pod *corev1.Pod, mk Mark, from, to string, mode Mode) error {
 	var old PredictedOOM
 	if json.Unmarshal([]byte(pod.Annotations[AnnotationPredictedOOM]), &old) == nil &&
-		old.Container == mk.ContainerName && old.From == from && old.To == to {
+		old.Container == mk.ContainerName && old.From == from && old.To == to && old.Mode == mode {
 		return nil
 	}
 	v, err := json.Marshal(PredictedOOM{Container: mk.ContainerName, From: from, To: to, ForecastBytes: mk.ForecastBytes,
-		Reason: mk.Reason, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second)})
+		Reason: mk.Reason, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second), Mode: mode})
 	if err != nil {
 		return err
 	}

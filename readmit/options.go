@@ -20,6 +20,8 @@ type settings struct {
 	backoff       wait.Backoff
 	lookupTimeout time.Duration
 	agentUsers    []string
+	mode          Mode
+	labelOverride bool
 }
 
 func newSettings(opts []Option) settings {
@@ -36,6 +38,9 @@ func newSettings(opts []Option) settings {
 	}
 	if st.lookupTimeout <= 0 {
 		st.lookupTimeout = 2 * time.Second
+	}
+	if st.mode == "" {
+		st.mode = DefaultMode
 	}
 	if len(st.agentUsers) == 0 {
 		st.agentUsers = []string{DefaultAgentUser}

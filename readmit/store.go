@@ -41,6 +41,9 @@ type Rule struct {
 	// FitRuns counts the consecutive finished runs whose peak fit From
 	// again (RecordRun); at DecayRuns the rule is dropped.
 	FitRuns int `json:"fitRuns,omitempty"`
+	// Advised is set on a rule recorded in advise mode: it is kept for the
+	// admin to read, and the webhook does not apply it.
+	Advised bool `json:"advised,omitempty"`
 }
 
 // Recommendation is everything recorded for one controller: pods of
@@ -61,7 +64,7 @@ func (r *Recommendation) Target(container, from string) (to string, ok bool) {
 	for range maxChain {
 		next := ""
 		for _, rule := range r.Rules {
-			if rule.From == cur && (rule.Container == "" || rule.Container == container) {
+			if !rule.Advised && rule.From == cur && (rule.Container == "" || rule.Container == container) {
 				next = rule.To
 			}
 		}
@@ -78,7 +81,8 @@ func (r *Recommendation) Target(container, from string) (to string, ok bool) {
 func (r *Recommendation) set(rule Rule) bool {
 	for i, old := range r.Rules {
 		if old.Container == rule.Container && old.From == rule.From {
-			if old.To == rule.To {
+			// An advised rule never replaces the applied rule it repeats.
+			if old.To == rule.To && (old.Advised == rule.Advised || !old.Advised) {
 				return false
 			}
 			r.Rules[i] = rule

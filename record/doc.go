@@ -19,7 +19,9 @@
 //
 // A side table (Config.Samples) keeps every source apart for comparison:
 // the shim's bytes and peak, allocations and frees, NVML's per-process and
-// device figures.
+// device figures. NVML lists host pids: where none of them is the command's
+// (a container without the host's pid namespace), the per-process figure is
+// 0 and the device figure is every GPU's used memory.
 //
 // With a simulated GPU (Simulate) the command runs on the simulated
 // driver's stub libcuda, on a MIG instance of a simulated node made for the

@@ -62,11 +62,15 @@ func (s *nvmlSource) Sample(root int) (uint64, uint64, error) {
 		return 0, 0, fmt.Errorf("NVML: count GPUs: %s", nvmlgpu.CodeName(ret))
 	}
 	tree := map[uint32]bool{}
-	var proc, dev uint64
+	var proc, dev, all uint64
+	matched := false
 	for i := 0; i < count; i++ {
 		h, ret := s.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			return 0, 0, fmt.Errorf("NVML: GPU %d: %s", i, nvmlgpu.CodeName(ret))
+		}
+		if m, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
+			all += m.Used
 		}
 		handles := []nvml.Device{h}
 		if cur, _, ret := h.GetMigMode(); ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
@@ -85,11 +89,18 @@ func (s *nvmlSource) Sample(root int) (uint64, uint64, error) {
 				}
 			}
 			if mine {
+				matched = true
 				if m, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
 					dev += m.Used
 				}
 			}
 		}
+	}
+	if !matched {
+		// In a container without the host's pid namespace NVML's pids are
+		// the host's and match none of ours: the GPUs' used memory is then
+		// all there is to go by.
+		dev = all
 	}
 	return proc, dev, nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
-	"github.com/migpro/migpro/telemetry"
+	"github.com/migpro/migpro/telemetry/wire"
 )
 
 // Environment variables the shim reads (hook/shim/migpro_shim.c).
@@ -310,18 +310,18 @@ func exitStatus(cmd *exec.Cmd, waitErr error) (int, syscall.Signal) {
 // stamped is a shim sample with the time it was read.
 type stamped struct {
 	at time.Time
-	m  telemetry.Message
+	m  wire.Message
 }
 
 func readSocket(conn *net.UnixConn, out chan<- stamped, done chan<- struct{}, malformed *int) {
 	defer close(done)
-	buf := make([]byte, telemetry.WireSize+1)
+	buf := make([]byte, wire.WireSize+1)
 	for {
 		n, _, err := conn.ReadFrom(buf)
 		if err != nil {
 			return
 		}
-		m, err := telemetry.Decode(buf[:n])
+		m, err := wire.Decode(buf[:n])
 		if err != nil {
 			*malformed++
 			continue

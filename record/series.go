@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/predictor/trace"
-	"github.com/migpro/migpro/telemetry"
+	"github.com/migpro/migpro/telemetry/wire"
 )
 
 // Row is one sample of a recording: every source's latest figures at T.
@@ -76,7 +76,7 @@ func (c *collector) shim(s stamped) {
 		}
 	}
 	c.add(row, s.at)
-	if s.m.Flags&telemetry.FlagExit != 0 {
+	if s.m.Flags&wire.FlagExit != 0 {
 		// The driver frees what an exiting process held.
 		p.exited, p.current = true, 0
 		c.last.ShimBytes -= s.m.Current

@@ -17,7 +17,7 @@
 // run's memory series to the predictor, which marks a run before it runs out
 // of memory and names the profile to restart it on. Policy migpro+plan
 // orders the wait queue with a planner that simulates the node forward from
-// what it knows now (plan.go), and each scan starts first the waiting jobs
+// what it knows now (lookahead.go), and each scan starts first the waiting jobs
 // whose placement strands no compute slice the waiting requests could use
 // (pack.go); a job that asks only for memory starts on the profile with the
 // same memory and more compute slices when those slices would idle
@@ -25,7 +25,7 @@
 // first (batch.go). It sizes jobs from the workload history (what runs that
 // ran out of memory, were moved, or outgrew their declaration showed), and
 // the predictor watches only the runs sized from a declared memory
-// (predict.go, Policy.Learn).
+// (predict.go, Strategy.Learn).
 //
 // Time is simulated: nothing sleeps. NVML creates and destroys cost
 // 0.1–0.4 s of simulated time by instance size (NVMLCost) and are
@@ -39,6 +39,13 @@
 // for the rest of a scan (capacity only shrinks during a scan), and only new
 // arrivals are offered to every node. This keeps a 5,000-job stream on 160
 // GPUs in seconds.
+//
+// Besides the agent's policies (first-fit, reachability, migpro) it models
+// what users run instead, as baselines the agent does not offer
+// (baselines.go): NVIDIA's DRA driver, HAMi's dynamic MIG and a static
+// layout. It reads generated mixes, its own CSV and OpenB pod lists
+// (openb.go), and reports the start wait per request size, NVML steps,
+// fragmentation waits and stranded slices (metrics.go).
 //
 // See docs/replay.md for the workload mixes, the CSV format and the
 // metrics.

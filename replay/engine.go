@@ -227,10 +227,14 @@ func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error
 			return nil, err
 		}
 	default:
-		e.pl = &dynamic{nodes: nodes, model: model, kind: pol.Kind, pcieAware: pol.PCIeAware, destroyAtEnd: pol.DestroyAtEnd}
+		e.pl = &dynamic{nodes: nodes, model: model, kind: pol.Kind, pcieAware: pol.PCIeAware, destroyAtEnd: pol.DestroyAtEnd,
+			holding: (pol.Kind == Migpro || pol.Kind == Reachability) && !pol.Plan}
 		e.res.Detail = map[Kind]string{FirstFit: "first-fit", Reachability: "reachability", Migpro: "demand-aware",
 			NvidiaDRA: "baseline model, simulator only: first GPU, lowest start, destroyed at end",
 			HAMi:      "baseline model, simulator only: largest free run, 1g/3g from the top, destroyed at end"}[pol.Kind]
+		if e.pl.(*dynamic).holding {
+			e.res.Detail += ", or larger" // the local API's AllocRequest.Larger
+		}
 		if pol.Order != Backfill {
 			e.res.Detail += ", " + pol.Order.String()
 		}

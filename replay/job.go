@@ -41,7 +41,7 @@ type Job struct {
 	// iterations); the predictor sees one per iteration. Default 100.
 	Iters int
 
-	// at pins a job of the planner's forward simulation (plan.go) to where
+	// at pins a job of the planner's forward simulation (lookahead.go) to where
 	// its run is now.
 	at *runsAt
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -61,8 +62,10 @@ func (e *engine) userMetrics() {
 
 // sizeRank orders sizes "1g" < "2g" < … < "7g".
 func sizeRank(s string) int {
-	n := 0
-	fmt.Sscanf(s, "%dg", &n) //nolint:errcheck // an unknown size sorts first
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "g"))
+	if err != nil {
+		return 0 // an unknown size sorts first
+	}
 	return n
 }
 

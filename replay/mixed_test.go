@@ -75,3 +75,31 @@ func TestMixedNodeSpecErrors(t *testing.T) {
 		t.Errorf("8 GPUs per node on a 3-GPU mixed node: %v", err)
 	}
 }
+
+// migpro serves, as the agent's local API does for a caller that accepts a
+// larger instance (partitioner.AllocateHolding), a request whose profile only
+// the full A100 offers on the H100's smallest instance holding it, and runs
+// it at that instance's speed; first-fit, exact, waits for the A100.
+func TestMixedNodeServesOnALargerInstance(t *testing.T) {
+	jobs := []Job{
+		{ID: "whole-a100", Arrival: 0, FullRuntime: 1000, Scaling: 1, Mem: Fixed(5 * GiB), Profile: "7g.40gb"},
+		{ID: "small", Arrival: 1, FullRuntime: 70, Scaling: 1, Mem: Fixed(5 * GiB), Profile: "3g.20gb"},
+	}
+	node := "a100-40gb:1,h100-80gb:1"
+	r := simRun(t, jobs, Config{Model: node, Check: true}, policy(t, "migpro"))
+	var small RunRecord
+	for _, run := range r.Runs {
+		if run.Job == "small" {
+			small = run
+		}
+	}
+	if small.GPU != 1 || small.Profile != "3g.40gb" || small.Granted != 1 {
+		t.Fatalf("migpro ran %+v, want the H100's 3g.40gb granted at arrival", small)
+	}
+	if got := small.Ended - small.Started; got < 160 || got > 170 {
+		t.Fatalf("run took %.1f s, want 70·7/3 ≈ 163 on 3 slices", got)
+	}
+	if ff := simRun(t, jobs, Config{Model: node, Check: true}, policy(t, "first-fit")); ff.Waits == 0 {
+		t.Fatalf("first-fit served the 3g.20gb without waiting for the A100")
+	}
+}

@@ -100,6 +100,10 @@ type dynamic struct {
 	pcieAware bool
 	// destroyAtEnd destroys an instance when its run ends (release).
 	destroyAtEnd bool
+	// holding serves a request that must wait on a larger instance that
+	// holds it, as the agent's local API does
+	// (partitioner.AllocateHolding).
+	holding bool
 }
 
 func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
@@ -115,9 +119,9 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 		}
 		return offer{node: n, pin: &pin}, true, nil
 	}
-	fits := false
+	fits := d.holding // a larger instance may hold it on any GPU
 	for _, g := range nd.gpus {
-		if fits = g.mayFit(j.profile); fits {
+		if fits = fits || g.mayFit(j.profile); fits {
 			break
 		}
 	}
@@ -127,7 +131,11 @@ func (d *dynamic) plan(j *jobState, n int) (offer, bool, error) {
 	heavy := d.pcieAware && j.job.Heavy()
 	nd.pcie.heavy = heavy
 	nd.placing = j.profile
-	plan, err := nd.part.Plan(j.profile.Name)
+	planFor := nd.part.Plan
+	if d.holding {
+		planFor = nd.part.PlanHolding
+	}
+	plan, err := planFor(j.profile.Name)
 	if errors.Is(err, partitioner.ErrMustWait) {
 		return offer{}, false, nil
 	}
@@ -207,7 +215,11 @@ func (d *dynamic) commit(j *jobState, o offer) (grant, error) {
 	nd := d.nodes[o.node]
 	nd.pcie.heavy = d.pcieAware && j.job.Heavy()
 	nd.placing = j.profile
-	inst, plan, err := nd.part.AllocateAt(context.Background(), j.profile.Name, o.pin, j.job.ID)
+	allocate := nd.part.AllocateAt
+	if d.holding {
+		allocate = nd.part.AllocateHolding
+	}
+	inst, plan, err := allocate(context.Background(), j.profile.Name, o.pin, j.job.ID)
 	if err != nil {
 		return grant{}, fmt.Errorf("node %d: allocate %s for job %s: %w", o.node, j.profile.Name, j.job.ID, err)
 	}
@@ -225,7 +237,11 @@ func (d *dynamic) granted(nd *node, n int, j *jobState, inst partitioner.Instanc
 			nd.used -= p.Slices
 		}
 	}
-	return grant{node: n, gpu: inst.GPU, uuid: inst.UUID, profile: j.profile, placement: inst.Placement, steps: plan.Steps}
+	prof := j.profile
+	if p, ok := d.model.Profile(inst.Profile); ok {
+		prof = p // a larger instance (holding)
+	}
+	return grant{node: n, gpu: inst.GPU, uuid: inst.UUID, profile: prof, placement: inst.Placement, steps: plan.Steps}
 }
 
 func (d *dynamic) better(a, b offer) bool {

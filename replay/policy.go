@@ -101,7 +101,7 @@ type Strategy struct {
 	PCIeAware bool
 	// Plan lets a planner over the known queue move up to planMoves waiting
 	// jobs to the front at every planEvery-th arrival (migpro only; see
-	// plan.go).
+	// lookahead.go).
 	// migpro+plan pairs it with Reserve, which keeps a job the plans keep
 	// passing over from starving.
 	Plan bool

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -12,7 +14,10 @@ import (
 // on both OpenB pod lists (8× A100 at load 0.9, windows of 600 GPU pods)
 // when MIGPRO_OPENB_DIR names their folder, and on generated online
 // streams (1-8 GPUs, A100, H100 and a mixed node). TARGET_SEEDS picks the
-// seeds: "tune" (1-3, the default) or "held" (4-6, kept apart from tuning).
+// seeds: "tune" (1-3, the default), "held" (4-6, kept apart from tuning)
+// or a comma-separated list.
+// TARGET_MIGPRO names another policy to measure in migpro's place (to try
+// a variant against the same baselines).
 //
 // Per configuration it reports the baselines' summed mean JCT over
 // migpro's (jct-X/migpro, above 1: migpro better), NVML steps per job
@@ -21,8 +26,19 @@ import (
 // over the best baseline's, at most 1 meets the target).
 func BenchmarkTargets(b *testing.B) {
 	seeds := []uint64{1, 2, 3}
-	if os.Getenv("TARGET_SEEDS") == "held" {
+	switch list := os.Getenv("TARGET_SEEDS"); list {
+	case "", "tune":
+	case "held":
 		seeds = []uint64{4, 5, 6}
+	default: // a comma-separated list, e.g. more tuning seeds
+		seeds = nil
+		for _, f := range strings.Split(list, ",") {
+			n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				b.Fatalf("TARGET_SEEDS %q: %v", list, err)
+			}
+			seeds = append(seeds, n)
+		}
 	}
 	type conf struct {
 		name, node string
@@ -79,7 +95,11 @@ func BenchmarkTargets(b *testing.B) {
 						b.Fatal(err)
 					}
 					for _, name := range policies {
-						r, err := Run(jobs, Config{Model: c.node, Nodes: 1, GPUsPerNode: gpus, Seed: int64(seed)}, policy(b, name))
+						pol := policy(b, name)
+						if alt := os.Getenv("TARGET_MIGPRO"); alt != "" && name == "migpro" {
+							pol = policy(b, alt)
+						}
+						r, err := Run(jobs, Config{Model: c.node, Nodes: 1, GPUsPerNode: gpus, Seed: int64(seed)}, pol)
 						if err != nil {
 							b.Fatalf("%s seed %d: %v", name, seed, err)
 						}

@@ -73,7 +73,7 @@ type Engine interface {
 	Remove(ctx context.Context, id string) error
 }
 
-// Config is one `migctl run`.
+// Config is one `migpro-lab run`.
 type Config struct {
 	// ID names the first container, and the holder of its instances; a
 	// restart n runs as ID-rn.
@@ -334,5 +334,5 @@ func (r *Runner) stop(ctx context.Context, id string, exitC <-chan Exit) Exit {
 }
 
 func (r *Runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.cfg.Log, "migctl run: "+format+"\n", args...)
+	fmt.Fprintf(r.cfg.Log, "migpro-lab run: "+format+"\n", args...)
 }

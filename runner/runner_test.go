@@ -107,7 +107,7 @@ func TestMarkRestartsOnRecommendedProfile(t *testing.T) {
 	r.checkJournal(t, "prepare img", "alloc 1g.5gb for job", "start job on dev0: train --epochs=3",
 		"kill job terminated", "remove job", "free dev0",
 		"alloc 1g.10gb for job", "start job-r1 on dev1: train --epochs=3", "remove job-r1", "free dev1")
-	want := "migctl run: predicted out of memory at 88% of 1g.5gb (4.2 GiB of 4.8 GiB used, forecast 4.8 GiB, " +
+	want := "migpro-lab run: predicted out of memory at 88% of 1g.5gb (4.2 GiB of 4.8 GiB used, forecast 4.8 GiB, " +
 		"out of memory in about 5.7s): restarting on 1g.10gb (restart 1 of 2)\n"
 	if !strings.Contains(r.log.String(), want) {
 		t.Errorf("log %q\nlacks %q", r.log.String(), want)

@@ -19,7 +19,9 @@ import (
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/demand"
+	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/readmit"
+	"github.com/migpro/migpro/telemetry"
 )
 
 var _ demand.Provisioner = (*agent.ClusterProvisioner)(nil)
@@ -136,18 +138,37 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster demand: %w", err)
 	}
+	mode, err := readmit.ParseMode(cfg.ReadmitMode)
+	if err != nil {
+		return nil, err
+	}
 	l := &link{a: a, log: log, cs: cs, node: cfg.NodeName, demand: src, marks: make(chan agent.Mark, markQueue),
 		failOpens: make(chan failOpen, markQueue),
 		marker: readmit.NewMarker(cs, readmit.WithDomain(cfg.Domain), readmit.WithNodeName(cfg.NodeName),
-			readmit.WithLogger(a.Logger().WithField("component", "readmit"))),
+			readmit.WithLogger(a.Logger().WithField("component", "readmit")),
+			readmit.WithMode(mode), readmit.WithLabelOverride(cfg.ReadmitModeLabels)),
 		ends: make(chan agent.End, markQueue), runs: o.runs}
 	if l.runs == nil {
 		l.runs = l.marker
 	}
+	if reg := a.Registry(); reg != nil {
+		for _, c := range l.marker.Collectors() {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("readmit metrics: %w", err)
+			}
+		}
+	}
+	restart := cfg.ReadmitRestart
+	if restart <= 0 {
+		restart = readmit.DefaultRestart
+	}
+	a.SetPredictorHints(func(ctx context.Context, reg telemetry.Registration) (predictor.Hints, bool) {
+		return l.podHints(ctx, reg, restart)
+	})
 	a.OnMark(l.queue)
 	a.OnFailOpen(l.queueFailOpen)
 	a.OnContainerEnd(l.queueEnd)
-	log.WithFields(logrus.Fields{"node": cfg.NodeName, "server": host}).Info("cluster demand and readmission on")
+	log.WithFields(logrus.Fields{"node": cfg.NodeName, "server": host, "readmit_mode": mode}).Info("cluster demand and readmission on")
 	return l, nil
 }
 
@@ -216,6 +237,8 @@ func (l *link) readmit(ctx context.Context, m agent.Mark) {
 		l.a.CountReadmission("ignored")
 	case out.Evicted:
 		l.a.CountReadmission("evicted")
+	case out.Advised:
+		l.a.CountReadmission("advised")
 	default:
 		l.a.CountReadmission("recorded")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/plugin/podresources/podresourcestest"
+	"github.com/migpro/migpro/readmit"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
@@ -110,7 +111,13 @@ current-context: x
 // A pod's container marked by the agent's own predictor is handed to
 // readmission: its recommendation is stored and the pod is evicted. When
 // the agent stops, the link stops with it.
-func TestMarkedPodIsEvictedForReadmission(t *testing.T) {
+func TestMarkedPodIsEvictedForReadmission(t *testing.T) { testMarkedPod(t, "evict") }
+
+// In advise mode, the default, the same mark annotates the pod, stores the
+// advised recommendation and counts it, and the pod keeps running.
+func TestMarkedPodIsAdvisedByDefault(t *testing.T) { testMarkedPod(t, "") }
+
+func testMarkedPod(t *testing.T, mode string) {
 	const ns = "default"
 	isController := true
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-7d9f8b6c4", Namespace: ns, UID: types.UID("rs-uid")}}
@@ -123,6 +130,7 @@ func TestMarkedPodIsEvictedForReadmission(t *testing.T) {
 	}
 	cs := fake.NewClientset(rs, pod)
 	e := newEnv(t)
+	e.cfg.ReadmitMode = mode
 	a := e.open(t, agent.WithCluster(kube.New(kube.WithClientset(cs))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -157,14 +165,29 @@ func TestMarkedPodIsEvictedForReadmission(t *testing.T) {
 	}
 	// Memory ramps to the instance's capacity over three seconds: the
 	// predictor marks it, and the link evicts the pod.
+	annotated := func() bool {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Annotations[readmit.AnnotationPredictedOOM] != ""
+	}
+	acted := func() bool { return evictions() > 0 || (mode != "evict" && annotated()) }
 	start := time.Now()
-	for evictions() == 0 && time.Since(start) < 5*time.Second {
+	for !acted() && time.Since(start) < 5*time.Second {
 		frac := min(1, 0.1+0.9*float64(time.Since(start))/float64(3*time.Second))
 		e.node.SetInstanceMemoryUsed(in.GPU, in.GIID, uint64(frac*float64(capacity)))
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := evictions(); n != 1 {
-		t.Fatalf("%d evictions through the Eviction API, want 1", n)
+	want := 1
+	if mode != "evict" {
+		want = 0
+		if !annotated() {
+			t.Fatal("advise mode: the pod was not annotated")
+		}
+		waitFor(t, "the advised counter", func() bool {
+			return gathered(t, a, "migpro_readmit_advised_total") == 1 && gathered(t, a, "migpro_readmissions_total") == 1
+		})
+	}
+	if n := evictions(); n != want {
+		t.Fatalf("%d evictions through the Eviction API, want %d", n, want)
 	}
 	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(cms.Items) != 1 {
@@ -190,4 +213,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// gathered is the sum of a metric family's samples in the agent's registry.
+func gathered(t *testing.T, a *agent.Agent, name string) float64 {
+	t.Helper()
+	mfs, err := a.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

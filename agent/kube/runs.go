@@ -2,6 +2,13 @@ package kube
 
 import (
 	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/telemetry"
 
 	"github.com/sirupsen/logrus"
 
@@ -62,5 +69,34 @@ func (l *link) recordRun(ctx context.Context, e agent.End) {
 
 func toRunEnd(e agent.End) readmit.RunEnd {
 	return readmit.RunEnd{PodNamespace: e.Container.PodNamespace, PodName: e.Container.PodName, PodUID: e.Container.PodUID,
-		ContainerName: e.Container.ContainerName, PeakBytes: e.PeakBytes, FitsProfile: e.Fits}
+		ContainerName: e.Container.ContainerName, PeakBytes: e.PeakBytes, FitsProfile: e.Fits, RanOut: ranOut(e)}
+}
+
+// ranOut reports whether a run's peak reached its instance's memory: the
+// driver had nothing left to give it.
+func ranOut(e agent.End) bool {
+	for _, p := range e.Profiles {
+		if defaults.ProfileLabel(p.Name) == defaults.ProfileLabel(e.Profile) {
+			return p.MemoryBytes > 0 && e.PeakBytes >= p.MemoryBytes
+		}
+	}
+	return false
+}
+
+// podHints reads a container's pod for the predictor: the time its
+// eviction needs and its horizon (readmit.PodHints). A pod that cannot be
+// read, or a bad annotation, leaves the defaults (logged).
+func (l *link) podHints(ctx context.Context, reg telemetry.Registration, restart time.Duration) (predictor.Hints, bool) {
+	log := l.log.WithField("pod", reg.PodNamespace+"/"+reg.PodName)
+	pod, err := l.cs.CoreV1().Pods(reg.PodNamespace).Get(ctx, reg.PodName, metav1.GetOptions{})
+	if err != nil || (reg.PodUID != "" && string(pod.UID) != reg.PodUID) {
+		log.WithError(err).Debug("predictor hints: pod not read; defaults kept")
+		return predictor.Hints{}, false
+	}
+	h, err := readmit.PodHints(pod, restart)
+	if err != nil {
+		log.WithError(err).Warn("predictor hints: defaults kept")
+		return predictor.Hints{}, false
+	}
+	return h, true
 }

@@ -1,9 +1,9 @@
-// Command migctl is migpro's command-line tool: status pictures, what-if
-// plans, local alloc/free for podman and containerd, predictor scoring and
-// workload replay. It is built on cobra (root.go): the global flags
-// --socket, --timeout and --output are defined once, every command has its
-// help and examples (docs.go), and `migctl completion` writes shell
-// completion. Each subcommand lives in its own file and registers itself in
-// init; its flags are defined where it parses them, and cobra learns them
-// from a describe pass.
+// Command migctl is migpro's node tool, small enough to copy onto hosts:
+// alloc, free, status and top against the local agent's API, and the
+// offline plan, predict and estimate. It is built on cobra the way kubectl
+// and helm are: each command is a newXCmd function whose flags are bound to
+// an options struct, and only the commands that talk to the agent have
+// --socket and --timeout, and only those that print JSON have --output.
+// The demo, the workload replay and `run` (containerd) live in migpro-lab;
+// .golangci.yml keeps migctl from importing them again.
 package main

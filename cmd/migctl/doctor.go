@@ -11,6 +11,7 @@ import (
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/doctor"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/record"
 )
 
@@ -39,14 +40,16 @@ usage. --simulate checks a simulated node's GPUs (the host checks stay this host
 		Example: "  migctl doctor\n  migctl doctor --output json\n  migctl doctor --simulate a100-40gb:2",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "text" && o.output != "json" {
-				return usagef("--output must be text or json, not %q", o.output)
+			out := ctl.OutputOptions{Format: o.output}
+			if err := out.Complete(cmd.Flags()); err != nil {
+				return err
 			}
+			o.output = out.Format
 			opts := doctor.Options{NVMLLibrary: o.nvmlLib}
 			if o.simulate != "" {
-				node, err := simgpu.NewNode(o.simulate, simgpu.WithLogger(quietLog()))
+				node, err := simgpu.NewNode(o.simulate, simgpu.WithLogger(ctl.QuietLogger()))
 				if err != nil {
-					return usagef("--simulate: %v", err)
+					return ctl.Usagef("--simulate: %v", err)
 				}
 				defer node.Close()
 				opts.NVML, opts.Simulated = node.Lib(), o.simulate
@@ -69,7 +72,7 @@ usage. --simulate checks a simulated node's GPUs (the host checks stay this host
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format, text or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format, text or json (env "+ctl.EnvOutput+")")
 	cmd.Flags().StringVar(&o.simulate, "simulate", "", "check a simulated node, e.g. a100-40gb:2 (models: "+fmt.Sprint(simgpu.Models())+")")
 	cmd.Flags().StringVar(&o.nvmlLib, "nvml-lib", record.NVMLLibrary, "the NVML library to load (a name the loader finds, or a path)")
 	cmd.AddCommand(newCDISpecCmd())
@@ -97,18 +100,20 @@ simulated one, installed under a temporary root with one instance (--profile).`,
 		Example: "  migctl doctor cdi-spec\n  migctl doctor cdi-spec --output json > spec.json\n  migctl doctor cdi-spec --simulate a100-40gb --profile 3g.20gb",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "text" && o.output != "json" {
-				return usagef("--output must be text or json, not %q", o.output)
+			out := ctl.OutputOptions{Format: o.output}
+			if err := out.Complete(cmd.Flags()); err != nil {
+				return err
 			}
-			so := doctor.SpecOptions{DriverRoot: o.driverRoot, DevRoot: o.devRoot, HookPath: o.hookPath, Log: quietLog()}
+			o.output = out.Format
+			so := doctor.SpecOptions{DriverRoot: o.driverRoot, DevRoot: o.devRoot, HookPath: o.hookPath, Log: ctl.QuietLogger()}
 			if o.simulate != "" {
 				dir, err := findBeside(o.simDriver, "simdriver", "--sim-driver", "build the stubs with `make simdriver`, or pass --sim-driver DIR")
 				if err != nil {
 					return err
 				}
-				sim, err := record.Simulate(o.simulate, o.profile, dir, quietLog())
+				sim, err := record.Simulate(o.simulate, o.profile, dir, ctl.QuietLogger())
 				if err != nil {
-					return usagef("%v", err)
+					return ctl.Usagef("%v", err)
 				}
 				defer sim.Close()
 				paths := sim.Paths()
@@ -129,7 +134,7 @@ simulated one, installed under a temporary root with one instance (--profile).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.output, "output", "o", "text", "output format, text or json")
+	f.StringVarP(&o.output, "output", "o", "text", "output format, text or json (env "+ctl.EnvOutput+")")
 	f.StringVar(&o.driverRoot, "driver-root", cdi.DefaultDriverRoot, "root of the NVIDIA driver's files")
 	f.StringVar(&o.devRoot, "dev-root", "", "directory holding dev/ (default: the driver root)")
 	f.StringVar(&o.hookPath, "nvidia-cdi-hook-path", cdi.DefaultNVIDIACDIHookPath, "host path of nvidia-cdi-hook named in the hooks")

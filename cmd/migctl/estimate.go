@@ -1,21 +1,18 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/ctl"
 )
-
-func init() {
-	register("estimate", "pick a workload's first profile from declared memory, a model size or history", runEstimate)
-}
 
 const estimateUsage = "usage: migctl estimate --gpu MODEL [--memory QTY] [--params N --dtype fp16|bf16|fp32|int8 [--training] [--batch B --seq S --layers L --hidden H]] [--history FILE --key KEY] [--context QTY] [--margin F] [--output text|json]"
 
@@ -29,76 +26,105 @@ type estimateJSON struct {
 	Explanation string           `json:"explanation"`
 }
 
-func runEstimate(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("estimate", flag.ContinueOnError)
-	model := fs.String("gpu", "", "GPU model ("+strings.Join(simgpu.Models(), ", ")+")")
-	memory := fs.String("memory", "", "declared memory, as the "+estimator.AnnotationMemory+" annotation (e.g. 7Gi)")
-	params := fs.String("params", "", "parameter count for the size formula (e.g. 7e9 or 7B)")
-	dtype := fs.String("dtype", "bf16", "parameter type: fp16, bf16, fp32, int8, or bytes per parameter")
-	training := fs.Bool("training", false, "size for training (gradients, Adam states, activations)")
-	var m estimator.Model
-	fs.Uint64Var(&m.Batch, "batch", 0, "batch size")
-	fs.Uint64Var(&m.Seq, "seq", 0, "sequence length")
-	fs.Uint64Var(&m.Layers, "layers", 0, "transformer layers")
-	fs.Uint64Var(&m.Hidden, "hidden", 0, "hidden size")
-	historyFile := fs.String("history", "", "history store of earlier peaks")
-	key := fs.String("key", "", "workload key in the history store")
-	context := fs.String("context", "512Mi", "CUDA context overhead")
-	margin := fs.Float64("margin", 0.10, "headroom on formula and history estimates")
-	output := fs.String("output", "text", "text or json")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+type estimateOptions struct {
+	out                   ctl.OutputOptions
+	model, memory, params string
+	dtype, history, key   string
+	context               string
+	training              bool
+	margin                float64
+	shape                 estimator.Model
+}
+
+func newEstimateCmd() *cobra.Command {
+	o := &estimateOptions{}
+	const short = "pick a workload's first profile from declared memory, a model size or history"
+	cmd := &cobra.Command{
+		Use:     "estimate",
+		Short:   short,
+		Long:    long(short, "From declared memory, a model's parameter count or recorded peaks, picks the\nsmallest profile with room."),
+		Example: "  migctl estimate --gpu h100-80gb --memory 7Gi\n  migctl estimate --gpu a100-40gb --params 7e9 --output json",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return ctl.Usagef("unexpected argument %q; %s", args[0], estimateUsage)
+			}
+			if o.model == "" {
+				return ctl.Usagef("--gpu is required; %s", estimateUsage)
+			}
+			if err := o.out.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			return o.run(cmd.OutOrStdout())
+		},
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q; %s", fs.Arg(0), estimateUsage)
+	f := cmd.Flags()
+	f.StringVar(&o.model, "gpu", "", "GPU model ("+strings.Join(simgpu.Models(), ", ")+")")
+	f.StringVar(&o.memory, "memory", "", "declared memory: bytes, or a quantity such as 7Gi, 7GiB or 7G (what the "+estimator.AnnotationMemory+" annotation declares)")
+	f.StringVar(&o.params, "params", "", "parameter count for the size formula (e.g. 7e9 or 7B)")
+	f.StringVar(&o.dtype, "dtype", "bf16", "parameter type: fp16, bf16, fp32, int8, or bytes per parameter")
+	f.BoolVar(&o.training, "training", false, "size for training (gradients, Adam states, activations)")
+	f.Uint64Var(&o.shape.Batch, "batch", 0, "batch size")
+	f.Uint64Var(&o.shape.Seq, "seq", 0, "sequence length")
+	f.Uint64Var(&o.shape.Layers, "layers", 0, "transformer layers")
+	f.Uint64Var(&o.shape.Hidden, "hidden", 0, "hidden size")
+	f.StringVar(&o.history, "history", "", "history store of earlier peaks")
+	f.StringVar(&o.key, "key", "", "workload key in the history store")
+	f.StringVar(&o.context, "context", "512Mi", "CUDA context overhead")
+	f.Float64Var(&o.margin, "margin", 0.10, "headroom on formula and history estimates")
+	o.out.AddFlagsTo(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("gpu", ctl.CompleteModels)
+	_ = cmd.RegisterFlagCompletionFunc("dtype", ctl.Words("fp16", "bf16", "fp32", "int8"))
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	return cmd
+}
+
+func (o *estimateOptions) run(stdout io.Writer) error {
+	if o.margin < 0 || o.margin > 10 {
+		return ctl.Usagef("--margin %v: want a fraction such as 0.1", o.margin)
 	}
-	if *model == "" {
-		return usagef("--gpu is required; %s", estimateUsage)
-	}
-	if *output != "text" && *output != "json" {
-		return usagef("--output %q: want text or json", *output)
-	}
-	if *margin < 0 || *margin > 10 {
-		return usagef("--margin %v: want a fraction such as 0.1", *margin)
-	}
-	profs, err := modelProfileSizes(*model)
+	profs, err := modelProfileSizes(o.model)
 	if err != nil {
-		return usagef("--gpu: %v", err)
+		return ctl.Usagef("--gpu: %v", err)
 	}
-	est := estimator.Estimator{GPU: strings.ToUpper(*model), Margin: *margin, Profiles: profs}
-	if est.ContextBytes, err = parseCapacity(*context); err != nil {
-		return usagef("--context: %v", err)
+	est := estimator.Estimator{GPU: strings.ToUpper(o.model), Margin: o.margin, Profiles: profs}
+	if est.ContextBytes, err = ctl.ParseBytes(o.context); err != nil {
+		return ctl.Usagef("--context: %v", err)
 	}
-	w := estimator.Workload{Key: *key}
-	if *memory != "" {
-		w.Annotations = map[string]string{estimator.AnnotationMemory: *memory}
-	}
-	if *params != "" {
-		if m.Params, err = parseCount(*params); err != nil {
-			return usagef("--params: %v", err)
+	w := estimator.Workload{Key: o.key}
+	if o.memory != "" {
+		// The one byte parser of the command line; the estimator gets
+		// the bytes as the annotation would carry them.
+		b, err := ctl.ParseBytes(o.memory)
+		if err != nil {
+			return ctl.Usagef("--memory: %v", err)
 		}
-		if m.DTypeBytes, err = parseDType(*dtype); err != nil {
-			return usagef("--dtype: %v", err)
+		w.Annotations = map[string]string{estimator.AnnotationMemory: strconv.FormatUint(b, 10)}
+	}
+	if o.params != "" {
+		m := o.shape
+		if m.Params, err = parseCount(o.params); err != nil {
+			return ctl.Usagef("--params: %v", err)
 		}
-		m.Training = *training
+		if m.DTypeBytes, err = parseDType(o.dtype); err != nil {
+			return ctl.Usagef("--dtype: %v", err)
+		}
+		m.Training = o.training
 		w.Model = &m
 	}
-	if *historyFile != "" {
-		if *key == "" {
-			return usagef("--history needs --key")
+	if o.history != "" {
+		if o.key == "" {
+			return ctl.Usagef("--history needs --key")
 		}
-		if est.History, err = estimator.OpenHistory(*historyFile); err != nil {
-			return usageError{err}
+		if est.History, err = estimator.OpenHistory(o.history); err != nil {
+			return ctl.UsageError{Err: err}
 		}
 	}
 	c, err := est.Estimate(w)
 	if err != nil && !errors.Is(err, estimator.ErrTooLarge) {
-		return usageError{err}
+		return ctl.UsageError{Err: err}
 	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(estimateJSON{
+	if o.out.JSON() {
+		if jerr := ctl.WriteJSON(stdout, estimateJSON{
 			Profile: c.Profile.Name, Fits: err == nil, Source: c.Source,
 			NeedBytes: c.Need.Bytes, TotalBytes: c.Need.Total(), Explanation: c.Explanation,
 		}); jerr != nil {

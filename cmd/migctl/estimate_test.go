@@ -32,7 +32,7 @@ func TestEstimateCommand(t *testing.T) {
 		{[]string{"--gpu", "h100-80gb", "--memory", "7Gi", "--history", hist, "--key", "ns/app"}, 0,
 			"25.0 GiB history peak (over 7.0 GiB declared) + 10% margin + 0.5 GiB context → 3g.40gb on H100-80GB\n"},
 		{[]string{"--gpu", "a30-24gb", "--memory", "30Gi"}, 1, "more than the largest profile 4g.24gb"},
-		{[]string{"--gpu", "h100-80gb", "--memory", "7GB"}, 2, `unknown suffix "GB"`},
+		{[]string{"--gpu", "h100-80gb", "--memory", "7XB"}, 2, `--memory: "7XB": want bytes or a size`},
 		{[]string{"--memory", "7Gi"}, 2, "--gpu is required"},
 		{[]string{"--gpu", "v100"}, 2, `unknown GPU model "v100"`},
 		{[]string{"--gpu", "h100-80gb"}, 2, "no memory hint"},

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"github.com/spf13/cobra"
-	"io"
 
-	"github.com/sirupsen/logrus"
+	"github.com/migpro/migpro/internal/ctl"
 )
 
 // exitError ends migctl with code: a recorded command's own status, or a
@@ -29,13 +26,7 @@ func (e exitError) Unwrap() error { return e.err }
 // ExitCode is the status migctl exits with.
 func (e exitError) ExitCode() int { return e.code }
 
-func recordUsagef(format string, args ...any) error { return usagef(format, args...) }
-
-func quietLog() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
+func recordUsagef(format string, args ...any) error { return ctl.Usagef(format, args...) }
 
 // sizeOf formats bytes in binary units.
 func sizeOf(b uint64) string {
@@ -48,23 +39,4 @@ func sizeOf(b uint64) string {
 		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", b)
-}
-
-// markRun marks the errors of cobra-native commands' RunE as run errors.
-func markRun(c *cobra.Command) {
-	if run := c.RunE; run != nil {
-		c.RunE = func(cmd *cobra.Command, args []string) error {
-			if err := run(cmd, args); err != nil {
-				var u usageError
-				if errors.As(err, &u) {
-					return err
-				}
-				return runError{err}
-			}
-			return nil
-		}
-	}
-	for _, sub := range c.Commands() {
-		markRun(sub)
-	}
 }

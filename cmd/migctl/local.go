@@ -2,157 +2,192 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
+	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/migpro/migpro/client"
-	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/internal/ctl"
 )
 
-func init() {
-	register("alloc", "get a MIG instance from the local agent; prints its CDI name", runAlloc)
-	register("free", "release and destroy an instance got with alloc", runFree)
-	register("status", "draw the node's GPUs and instances from the local agent", runStatus)
+// long is a command's help: its summary, then more.
+func long(summary, more string) string { return summary + ".\n\n" + more }
+
+type allocOptions struct {
+	agent  ctl.AgentOptions
+	out    ctl.OutputOptions
+	owner  string
+	stdout io.Writer
 }
 
-const defaultSocket = defaults.AgentSocket
-
-func agentFlags(fs *flag.FlagSet) (*string, *string) {
-	def := defaultSocket
-	if env := os.Getenv(defaults.EnvSocket); env != "" {
-		def = env
+func newAllocCmd() *cobra.Command {
+	o := &allocOptions{}
+	const short = "get a MIG instance from the local agent; prints its CDI name"
+	cmd := &cobra.Command{
+		Use:   "alloc PROFILE",
+		Short: short,
+		Long: long(short, "The agent makes the instance if none is idle, writes its CDI spec and holds it for\n"+
+			"the caller until `migctl free`. Pass the printed name to podman --device or to a\n"+
+			"containerd CDI device."),
+		Example: "  migctl alloc 2g.10gb\n" +
+			"  podman run --device $(migctl alloc --owner me 1g.10gb) IMAGE\n" +
+			"  migctl alloc --output json 1g.5gb",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.agent.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := o.out.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return ctl.Usagef("want exactly one profile, e.g. migctl alloc 2g.20gb")
+			}
+			o.stdout = cmd.OutOrStdout()
+			return o.run(args[0])
+		},
 	}
-	socket := fs.String("socket", def, "the agent's local API socket (env "+defaults.EnvSocket+")")
-	output := fs.String("output", "text", "output format: text or json")
-	return socket, output
+	o.agent.AddFlags(cmd.Flags(), time.Minute)
+	o.out.AddFlagsTo(cmd)
+	cmd.Flags().StringVar(&o.owner, "owner", "", "label of the holder, shown by status")
+	cmd.ValidArgsFunction = ctl.CompleteAgentProfiles
+	return cmd
 }
 
-// timeoutFlag is how long to wait for the agent; parseTimeout refuses a value
-// that is not positive as bad usage.
-func timeoutFlag(fs *flag.FlagSet, def time.Duration) *time.Duration {
-	return fs.Duration("timeout", def, "how long to wait for the agent (positive)")
-}
-
-func checkTimeout(d time.Duration) error {
-	if d <= 0 {
-		return usagef("--timeout must be positive, not %s", d)
-	}
-	return nil
-}
-
-// agentErr turns the agent's refusal of bad input into a usage error (exit 2).
-func agentErr(err error) error {
-	var bad *client.BadRequestError
-	if errors.As(err, &bad) {
-		return usageError{err}
-	}
-	return err
-}
-
-func checkOutput(output string) error {
-	if output != "text" && output != "json" {
-		return usagef("--output must be text or json, not %q", output)
-	}
-	return nil
-}
-
-func runAlloc(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("alloc", flag.ContinueOnError)
-	socket, output := agentFlags(fs)
-	owner := fs.String("owner", "", "label of the holder, shown by status")
-	timeout := timeoutFlag(fs, time.Minute)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := checkTimeout(*timeout); err != nil {
-		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one profile, e.g. migctl alloc 2g.20gb")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+func (o *allocOptions) run(profile string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.agent.Timeout)
 	defer cancel()
-	resp, err := client.New(*socket).Alloc(ctx, client.AllocRequest{Profile: fs.Arg(0), Owner: *owner})
+	resp, err := client.New(o.agent.Socket).Alloc(ctx, client.AllocRequest{Profile: profile, Owner: o.owner})
 	if err != nil {
-		return agentErr(err)
+		return ctl.AgentErr(err)
 	}
-	if *output == "json" {
-		return json.NewEncoder(stdout).Encode(resp)
+	if o.out.JSON() {
+		return ctl.WriteJSON(o.stdout, resp)
 	}
-	fmt.Fprintln(stdout, resp.CDIName)
+	fmt.Fprintln(o.stdout, resp.CDIName)
 	return nil
 }
 
-func runFree(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("free", flag.ContinueOnError)
-	socket, _ := agentFlags(fs)
-	timeout := timeoutFlag(fs, time.Minute)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+func newFreeCmd() *cobra.Command {
+	var agent ctl.AgentOptions
+	const short = "release and destroy an instance got with alloc"
+	cmd := &cobra.Command{
+		Use:   "free NAME|UUID|ID",
+		Short: short,
+		Long: long(short, "Releases an instance got with alloc; the agent destroys it unless it keeps it warm.\n"+
+			"Name it by the CDI name or MIG UUID alloc printed, or by the start of its UUID\n"+
+			"(the 8-character ID status draws in each box)."),
+		Example: "  migctl free migpro.dev/mig=MIG-0e5d…\n  migctl free MIG-0e5d…\n  migctl free 0e5d12ab…",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := agent.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return ctl.Usagef("want exactly one CDI name, MIG UUID or ID, as printed by migctl alloc or status")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), agent.Timeout)
+			defer cancel()
+			c := client.New(agent.Socket)
+			name, err := resolveInstance(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			err = c.Free(ctx, name)
+			if errors.Is(err, client.ErrUnknownInstance) {
+				return ctl.UsageError{Err: err}
+			}
+			return err
+		},
 	}
-	if err := checkTimeout(*timeout); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one CDI name or MIG UUID, as printed by migctl alloc")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	err := client.New(*socket).Free(ctx, fs.Arg(0))
-	if errors.Is(err, client.ErrUnknownInstance) {
-		return usageError{err}
-	}
-	return err
+	agent.AddFlags(cmd.Flags(), time.Minute)
+	return cmd
 }
 
-func runStatus(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	socket, output := agentFlags(fs)
-	timeout := timeoutFlag(fs, 30*time.Second)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+// uuidLen is the length of a MIG UUID, "MIG-" and 36 characters.
+const uuidLen = 40
+
+// resolveInstance turns the start of a MIG UUID (with or without "MIG-",
+// e.g. the 8 characters status draws) into the one instance's UUID; a CDI
+// name or a whole UUID goes to the agent as given.
+func resolveInstance(ctx context.Context, c *client.Client, arg string) (string, error) {
+	if strings.Contains(arg, "=") || len(arg) >= uuidLen {
+		return arg, nil
 	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if err := checkTimeout(*timeout); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	st, err := client.New(*socket).Status(ctx)
+	prefix := "MIG-" + strings.TrimPrefix(arg, "MIG-")
+	st, err := c.Status(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+	var found []string
+	for _, in := range st.Instances {
+		if strings.HasPrefix(in.UUID, prefix) {
+			found = append(found, in.UUID)
+		}
 	}
-	drawStatus(stdout, st)
+	switch len(found) {
+	case 0:
+		return arg, nil // the agent says it has no such instance
+	case 1:
+		return found[0], nil
+	}
+	return "", ctl.Usagef("%q is the start of %d instances (%s): give more of the UUID", arg, len(found), strings.Join(found, ", "))
+}
+
+func newStatusCmd() *cobra.Command {
+	var (
+		agent ctl.AgentOptions
+		out   ctl.OutputOptions
+	)
+	const short = "draw the node's GPUs and instances from the local agent"
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   short,
+		Long:    long(short, "Draws each GPU's slices with the instances on them, and who holds them."),
+		Example: "  migctl status\n  migctl status --output json\n  MIGPRO_SOCKET=/tmp/agent.sock migctl status",
+		Args:    ctl.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := agent.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), agent.Timeout)
+			defer cancel()
+			st, err := client.New(agent.Socket).Status(ctx)
+			if err != nil {
+				return err
+			}
+			if out.JSON() {
+				return ctl.WriteJSON(cmd.OutOrStdout(), st)
+			}
+			writeStatusText(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	agent.AddFlags(cmd.Flags(), 30*time.Second)
+	out.AddFlagsTo(cmd)
+	return cmd
+}
+
+func writeStatusText(w io.Writer, st client.Status) {
+	ctl.DrawStatus(w, st)
 	for _, in := range st.Instances {
 		line := fmt.Sprintf("%-44s %-10s GPU %d slot %d  %-7s", in.UUID, in.Profile, in.GPU, in.Placement.Start, in.State)
-		if in.Owner != "" {
-			line += "  " + in.Owner
-		}
-		if in.Pod != "" {
+		// The holder: the pod the kubelet gave it to, else the local
+		// caller's label.
+		switch {
+		case in.Pod != "":
 			line += "  pod " + in.Pod
+		case in.Owner != "":
+			line += "  " + in.Owner
 		}
 		if !in.Healthy {
 			line += "  UNHEALTHY"
 		}
-		fmt.Fprintln(stdout, line)
+		fmt.Fprintln(w, line)
 	}
-	return nil
 }

@@ -2,24 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
 
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/partitioner"
 )
-
-func init() {
-	register("plan", "what-if: run allocate/free operations on a simulated node", runPlan)
-}
 
 // planOp is one operation of `migctl plan`: allocate a profile, or free the
 // instance given to the K-th allocate.
@@ -57,42 +51,72 @@ type planInstance struct {
 	Alloc   *int   `json:"alloc"`
 }
 
-func runPlan(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	spec := fs.String("simulate", "", "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…] (models: "+strings.Join(simgpu.Models(), ", ")+")")
-	policyName := fs.String("policy", partitioner.DefaultPolicy.Name(), "placement policy: "+strings.Join(partitioner.PolicyNames(), ", "))
-	output := fs.String("output", "text", "output format: text or json")
-	seed := fs.Int64("seed", 1, "seed for simulated UUIDs")
-	counted := fs.String("counted", "", "comma-separated profiles reachability counts (default: every profile)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+type planOptions struct {
+	out     ctl.OutputOptions
+	spec    string
+	policy  string
+	seed    int64
+	counted string
+}
+
+func newPlanCmd() *cobra.Command {
+	o := &planOptions{}
+	const short = "what-if: run allocate/free operations on a simulated node"
+	cmd := &cobra.Command{
+		Use:   "plan OPERATION…",
+		Short: short,
+		Long: long(short, "Runs the operations in order on a simulated node and draws the layouts after them.\n"+
+			"PROFILE allocates; PROFILE@SLOT or PROFILE@GPU:SLOT allocates at that place; free:K\n"+
+			"releases what the K-th allocate got."),
+		Example: "  migctl plan --simulate a100-40gb:2 1g.5gb 3g.20gb free:1 4g.20gb\n" +
+			"  migctl plan --simulate a100-40gb:2,h100-80gb:1 --policy first-fit --output json 3g.40gb 1g.10gb\n" +
+			"  migctl plan --simulate a100-40gb 1g.5gb@6 3g.20gb",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.spec == "" {
+				return ctl.Usagef("--simulate is required (e.g. --simulate a100-40gb:2,h100-80gb)")
+			}
+			if err := o.out.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			return o.run(cmd.OutOrStdout(), args)
+		},
 	}
-	if *spec == "" {
-		return usagef("--simulate is required (e.g. --simulate a100-40gb:2,h100-80gb)")
+	f := cmd.Flags()
+	f.StringVar(&o.spec, "simulate", "", "simulated node, MODEL[:COUNT][,MODEL[:COUNT]…] (models: "+strings.Join(simgpu.Models(), ", ")+")")
+	f.StringVar(&o.policy, "policy", partitioner.DefaultPolicy.Name(), "placement policy: "+strings.Join(partitioner.PolicyNames(), ", "))
+	o.out.AddFlagsTo(cmd)
+	f.Int64Var(&o.seed, "seed", 1, "seed for simulated UUIDs")
+	f.StringVar(&o.counted, "counted", "", "comma-separated profiles reachability counts (default: every profile)")
+	_ = cmd.RegisterFlagCompletionFunc("simulate", ctl.CompleteModels)
+	_ = cmd.RegisterFlagCompletionFunc("policy", ctl.Words(partitioner.PolicyNames()...))
+	// Operations: the profiles the --simulate node offers.
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return ctl.ModelProfiles(o.spec), cobra.ShellCompDirectiveNoFileComp
 	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	policy, err := partitioner.PolicyByName(*policyName)
+	return cmd
+}
+
+func (o *planOptions) run(stdout io.Writer, args []string) error {
+	policy, err := partitioner.PolicyByName(o.policy)
 	if err != nil {
-		return usageError{err}
+		return ctl.UsageError{Err: err}
 	}
-	ops, err := parsePlanOps(fs.Args())
+	ops, err := parsePlanOps(args)
 	if err != nil {
 		return err
 	}
-	node, cleanup, err := newSimNode(*spec, *seed)
+	node, cleanup, err := ctl.NewSimNode(o.spec, o.seed)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	opts := []partitioner.Option{partitioner.WithPolicy(policy), partitioner.WithLogger(quietLogger())}
-	if *counted != "" {
-		opts = append(opts, partitioner.WithCountedProfiles(strings.Split(*counted, ",")...))
+	opts := []partitioner.Option{partitioner.WithPolicy(policy), partitioner.WithLogger(ctl.QuietLogger())}
+	if o.counted != "" {
+		opts = append(opts, partitioner.WithCountedProfiles(strings.Split(o.counted, ",")...))
 	}
 	part, err := partitioner.New(node, opts...)
 	if err != nil {
-		return usageError{err}
+		return ctl.UsageError{Err: err}
 	}
 	if err := checkProfiles(ops, part); err != nil {
 		return err
@@ -101,26 +125,24 @@ func runPlan(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+	if o.out.JSON() {
+		return ctl.WriteJSON(stdout, res)
 	}
-	drawLayouts(stdout, part.GPUs(), part.Instances())
+	ctl.DrawLayouts(stdout, part.GPUs(), part.Instances())
 	fmt.Fprintf(stdout, "policy %s: %d NVML steps, %d instances, waiting: %v\n", policy.Name(), res.Steps, len(res.Instances), res.Waiting)
 	return nil
 }
 
 func parsePlanOps(args []string) ([]planOp, error) {
 	if len(args) == 0 {
-		return nil, usagef("no operations: give profile names to allocate and free:K to release the K-th allocate")
+		return nil, ctl.Usagef("no operations: give profile names to allocate and free:K to release the K-th allocate")
 	}
 	ops := make([]planOp, len(args))
 	for i, a := range args {
 		if rest, ok := strings.CutPrefix(a, "free:"); ok {
 			k, err := strconv.Atoi(rest)
 			if err != nil || k < 1 {
-				return nil, usagef("operation %d: %q: free needs a positive allocate number, e.g. free:1", i+1, a)
+				return nil, ctl.Usagef("operation %d: %q: free needs a positive allocate number, e.g. free:1", i+1, a)
 			}
 			ops[i] = planOp{free: k}
 			continue
@@ -130,7 +152,7 @@ func parsePlanOps(args []string) ([]planOp, error) {
 		if pinned {
 			pin, err := parsePin(where)
 			if err != nil {
-				return nil, usagef("operation %d: %q: %v", i+1, a, err)
+				return nil, ctl.Usagef("operation %d: %q: %v", i+1, a, err)
 			}
 			op.pin = pin
 		}
@@ -163,11 +185,11 @@ func checkProfiles(ops []planOp, part *partitioner.Partitioner) error {
 	}
 	for i, op := range ops {
 		if op.profile != "" && !known[op.profile] {
-			return usagef("operation %d: unknown profile %q (this node offers: %s)", i+1, op.profile, strings.Join(offered, ", "))
+			return ctl.Usagef("operation %d: unknown profile %q (this node offers: %s)", i+1, op.profile, strings.Join(offered, ", "))
 		}
 		if op.pin != nil {
 			if err := part.CheckPin(op.profile, *op.pin); err != nil {
-				return usagef("operation %d: %v", i+1, err)
+				return ctl.Usagef("operation %d: %v", i+1, err)
 			}
 		}
 	}
@@ -198,7 +220,7 @@ func applyPlanOps(part *partitioner.Partitioner, ops []planOp) (planResult, erro
 		}
 		uuid, ok := given[op.free]
 		if !ok {
-			return res, usagef("operation %d: free:%d: allocate %d %s", i+1, op.free, op.free, whyNotHeld(op.free, allocs, res.Waiting))
+			return res, ctl.Usagef("operation %d: free:%d: allocate %d %s", i+1, op.free, op.free, whyNotHeld(op.free, allocs, res.Waiting))
 		}
 		if _, err := part.Release(uuid); err != nil {
 			return res, fmt.Errorf("operation %d: %w", i+1, err)
@@ -239,28 +261,4 @@ func allocNumber(owner string) (int, bool) {
 	}
 	k, err := strconv.Atoi(rest)
 	return k, err == nil
-}
-
-// newSimNode makes a simulated node whose device files live in a temporary
-// directory removed by cleanup.
-func newSimNode(spec string, seed int64) (*simgpu.Node, func(), error) {
-	if _, err := simgpu.ParseSpec(spec); err != nil {
-		return nil, nil, usageError{err}
-	}
-	dir, err := os.MkdirTemp("", "migctl-sim-")
-	if err != nil {
-		return nil, nil, err
-	}
-	node, err := simgpu.NewNode(spec, simgpu.WithSeed(seed), simgpu.WithRoot(dir))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	return node, func() { node.Close(); os.RemoveAll(dir) }, nil
-}
-
-func quietLogger() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
 }

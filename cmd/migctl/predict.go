@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,16 +10,15 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/predictor/eval"
 	"github.com/migpro/migpro/predictor/trace"
 )
-
-func init() {
-	register("predict", "score the predictor on memory traces", runPredict)
-}
 
 const predictUsage = "usage: migctl predict --capacity BYTES [--horizon T] [--algorithm baseline|migpro|both] [--gpu MODEL] [--output text|json] TRACE_OR_DIR…"
 
@@ -44,14 +41,46 @@ type scored struct {
 	Algorithm predictor.Algorithm `json:"algorithm,omitempty"`
 }
 
-func runPredict(args []string, stdout io.Writer) error {
-	opt, err := parsePredict(args)
-	if err != nil {
-		return err
+// predictFlags are predict's flags as given; complete turns them into
+// predictOpts.
+type predictFlags struct {
+	out                       ctl.OutputOptions
+	capacity, alg, model, ctx string
+	horizon                   float64
+}
+
+func newPredictCmd() *cobra.Command {
+	fl := &predictFlags{}
+	const short = "score the predictor on memory traces"
+	cmd := &cobra.Command{
+		Use:     "predict TRACE_OR_DIR…",
+		Short:   short,
+		Long:    long(short, "Scores the out-of-memory predictor on memory traces: when it marks, how early\nbefore the OOM, and its false marks."),
+		Example: "  migctl predict --capacity 10Gi predictor/testdata\n  migctl predict --capacity 10Gi --algorithm both --output json predictor/testdata/flat.csv",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opt, err := fl.complete(cmd, args)
+			if err != nil {
+				return err
+			}
+			return runPredict(cmd.OutOrStdout(), opt)
+		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&fl.capacity, "capacity", "", "the instance's usable memory: bytes, or a quantity such as 10Gi, 10GiB or 10G")
+	f.Float64Var(&fl.horizon, "horizon", 0, "expected end of the workload, in t units (0: unknown)")
+	f.StringVar(&fl.alg, "algorithm", "migpro", "baseline (the plain least-squares fit), migpro, or both side by side")
+	f.StringVar(&fl.model, "gpu", "", "GPU model whose profiles to recommend from ("+strings.Join(simgpu.Models(), ", ")+")")
+	f.StringVar(&fl.ctx, "context", "512Mi", "CUDA context overhead added when choosing a profile")
+	fl.out.AddFlagsTo(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("gpu", ctl.CompleteModels)
+	_ = cmd.RegisterFlagCompletionFunc("algorithm", ctl.Words("baseline", "migpro", "both"))
+	return cmd
+}
+
+func runPredict(stdout io.Writer, opt predictOpts) error {
 	traces, err := loadTraces(opt.paths)
 	if err != nil {
-		return usageError{err}
+		return ctl.UsageError{Err: err}
 	}
 	results := make(map[predictor.Algorithm][]eval.Result)
 	for _, alg := range opt.algorithms {
@@ -62,7 +91,7 @@ func runPredict(args []string, stdout io.Writer) error {
 		for _, tr := range traces {
 			r, err := eval.Score(tr, eval.Options{Config: cfg})
 			if err != nil {
-				return usageError{err}
+				return ctl.UsageError{Err: err}
 			}
 			results[alg] = append(results[alg], r)
 		}
@@ -73,107 +102,42 @@ func runPredict(args []string, stdout io.Writer) error {
 	return writePredictText(stdout, opt, results)
 }
 
-func parsePredict(args []string) (predictOpts, error) {
-	var opt predictOpts
-	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
-	capacity := fs.String("capacity", "", "the instance's usable memory: bytes, or a quantity such as 10Gi, 10GiB or 10G")
-	fs.Float64Var(&opt.horizon, "horizon", 0, "expected end of the workload, in t units (0: unknown)")
-	alg := fs.String("algorithm", "migpro", "baseline (the plain least-squares fit), migpro, or both side by side")
-	model := fs.String("gpu", "", "GPU model whose profiles to recommend from ("+strings.Join(simgpu.Models(), ", ")+")")
-	context := fs.String("context", "512Mi", "CUDA context overhead added when choosing a profile")
-	output := fs.String("output", "text", "text or json")
-	if err := parseFlags(fs, interspersed(fs, args)); err != nil {
-		return opt, err
-	}
-	if *capacity == "" {
-		return opt, usagef("--capacity is required; %s", predictUsage)
+func (fl *predictFlags) complete(cmd *cobra.Command, args []string) (predictOpts, error) {
+	opt := predictOpts{horizon: fl.horizon}
+	if fl.capacity == "" {
+		return opt, ctl.Usagef("--capacity is required; %s", predictUsage)
 	}
 	var err error
-	if opt.capacity, err = parseCapacity(*capacity); err != nil {
-		return opt, usagef("--capacity: %v", err)
+	if opt.capacity, err = ctl.ParseBytes(fl.capacity); err != nil {
+		return opt, ctl.Usagef("--capacity: %v", err)
 	}
 	if opt.horizon < 0 {
-		return opt, usagef("--horizon %v: must not be negative", opt.horizon)
+		return opt, ctl.Usagef("--horizon %v: must not be negative", opt.horizon)
 	}
-	switch *alg {
+	switch fl.alg {
 	case "baseline", "migpro":
-		opt.algorithms = []predictor.Algorithm{predictor.Algorithm(*alg)}
+		opt.algorithms = []predictor.Algorithm{predictor.Algorithm(fl.alg)}
 	case "both":
 		opt.algorithms = []predictor.Algorithm{predictor.Baseline, predictor.Migpro}
 	default:
-		return opt, usagef("--algorithm %q: want baseline, migpro or both", *alg)
+		return opt, ctl.Usagef("--algorithm %q: want baseline, migpro or both", fl.alg)
 	}
-	switch *output {
-	case "text":
-	case "json":
-		opt.json = true
-	default:
-		return opt, usagef("--output %q: want text or json", *output)
+	if err := fl.out.Complete(cmd.Flags()); err != nil {
+		return opt, err
 	}
-	if opt.context, err = parseCapacity(*context); err != nil {
-		return opt, usagef("--context: %v", err)
+	opt.json = fl.out.JSON()
+	if opt.context, err = ctl.ParseBytes(fl.ctx); err != nil {
+		return opt, ctl.Usagef("--context: %v", err)
 	}
-	if *model != "" {
-		if opt.profiles, err = modelProfileSizes(*model); err != nil {
-			return opt, usagef("--gpu: %v", err)
+	if fl.model != "" {
+		if opt.profiles, err = modelProfileSizes(fl.model); err != nil {
+			return opt, ctl.Usagef("--gpu: %v", err)
 		}
 	}
-	if opt.paths = fs.Args(); len(opt.paths) == 0 {
-		return opt, usagef("no trace files or directories given; %s", predictUsage)
+	if opt.paths = args; len(opt.paths) == 0 {
+		return opt, ctl.Usagef("no trace files or directories given; %s", predictUsage)
 	}
 	return opt, nil
-}
-
-// interspersed moves flags that follow positional arguments to the front, so
-// "migctl predict traces/ --capacity 10Gi" works; Go's flag package would
-// stop at "traces/". Everything after "--" stays positional.
-func interspersed(fs *flag.FlagSet, args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if f := fs.Lookup(name); f != nil && i+1 < len(args) {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
-				i++
-				flags = append(flags, args[i])
-			}
-		}
-	}
-	return append(append(flags, "--"), pos...)
-}
-
-// parseCapacity accepts Kubernetes quantities and the GiB/GB spellings people
-// type on a command line.
-func parseCapacity(s string) (uint64, error) {
-	q := strings.TrimSpace(s)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		if strings.HasSuffix(q, u) {
-			q = strings.TrimSuffix(q, "B")
-		}
-	}
-	for long, short := range map[string]string{"kB": "k", "KB": "k", "MB": "M", "GB": "G", "TB": "T"} {
-		if strings.HasSuffix(q, long) {
-			q = strings.TrimSuffix(q, long) + short
-			break
-		}
-	}
-	b, err := estimator.ParseBytes(q)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want bytes or a size such as 10Gi, 10GiB or 10GB", s)
-	}
-	return b, nil
 }
 
 // loadTraces reads files and the *.csv files of directories, in name order.
@@ -230,9 +194,7 @@ func writePredictJSON(w io.Writer, algs []predictor.Algorithm, results map[predi
 			out = append(out, s)
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return ctl.WriteJSON(w, out)
 }
 
 func writePredictText(w io.Writer, opt predictOpts, results map[predictor.Algorithm][]eval.Result) error {

@@ -167,11 +167,3 @@ func TestPredictBadInput(t *testing.T) {
 		}
 	}
 }
-
-func TestParseCapacity(t *testing.T) {
-	for in, want := range map[string]uint64{"10737418240": 10 << 30, "10Gi": 10 << 30, "10GiB": 10 << 30, "10GB": 10e9, "10G": 10e9, "512MiB": 512 << 20} {
-		if got, err := parseCapacity(in); err != nil || got != want {
-			t.Errorf("parseCapacity(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/record"
 )
 
@@ -48,7 +49,7 @@ used_bytes is max(shim, NVML's per-process memory). No agent is needed.
 --simulate runs the command on the simulated driver's stub libcuda, on a MIG instance
 of a simulated GPU made for the run (--profile, default the whole GPU).`,
 		Example: "  migctl record --output gen.csv -- python3 generate.py\n" +
-			"  migctl estimate --trace gen.csv\n" +
+			"  migctl predict --capacity 5Gi gen.csv\n" +
 			"  migctl record --simulate a100-40gb --profile 1g.5gb -- ./my-cuda-program",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -112,7 +113,7 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 		defer samples.Close()
 	}
 	c := record.Config{Command: args, Interval: o.interval, ForwardSignals: true,
-		Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr, Log: quietLog()}
+		Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr, Log: ctl.QuietLogger()}
 	if !o.noShim {
 		if c.Shim, err = findBeside(o.shim, "libmigpro-shim.so", "--shim", "build it with `make shim`, pass --shim PATH, or run with --no-shim"); err != nil {
 			return err
@@ -124,7 +125,7 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return err
 		}
-		sim, err := record.Simulate(o.simulate, o.profile, dir, quietLog())
+		sim, err := record.Simulate(o.simulate, o.profile, dir, ctl.QuietLogger())
 		if err != nil {
 			return recordUsagef("%v", err)
 		}

@@ -1,29 +1,40 @@
 package main
 
 import (
-	"flag"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
-// Every command's --help exits 0 and lists its own flags, an example and the
-// global flags.
+// Every command's --help exits 0 and lists its own flags and an example;
+// the commands that talk to the agent list --socket.
 func TestEveryCommandHasHelp(t *testing.T) {
-	for name, c := range commands {
+	agentCmds := map[string]bool{"alloc": true, "free": true, "status": true, "top": true}
+	for _, c := range newRootCmd().Commands() {
+		name := c.Name()
+		if name == "completion" || name == "help" {
+			continue
+		}
 		out, errOut, code := migctl(name, "--help")
 		if code != 0 || errOut != "" {
 			t.Errorf("%s --help: exit %d, stderr %q", name, code, errOut)
 			continue
 		}
-		for _, want := range []string{"Usage:", "Examples:", "Global Flags:", "--socket", c.summary} {
+		for _, want := range []string{"Usage:", "Examples:", c.Short} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s --help lacks %q:\n%s", name, want, out)
 			}
 		}
-		describe(name, c).VisitAll(func(f *flagT) {
+		if agentCmds[name] != strings.Contains(out, "--socket") {
+			t.Errorf("%s --help: lists --socket %v, want %v", name, !agentCmds[name], agentCmds[name])
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if !strings.Contains(out, "--"+f.Name) {
 				t.Errorf("%s --help does not list --%s", name, f.Name)
 			}
@@ -55,8 +66,8 @@ func TestGlobalFlagsFromTheEnvironment(t *testing.T) {
 		t.Errorf("negative MIGPRO_TIMEOUT: exit %d, %q; want 2", code, errOut)
 	}
 	t.Setenv("MIGPRO_TIMEOUT", "")
-	if _, errOut, code := migctl("demo", "--output", "json"); code != 2 || !strings.Contains(errOut, "demo has no --output") {
-		t.Errorf("demo --output json: exit %d, %q; want 2", code, errOut)
+	if _, errOut, code := migctl("free", "--output", "json", "x"); code != 2 || !strings.Contains(errOut, "unknown flag: --output") {
+		t.Errorf("free --output json: exit %d, %q; want 2", code, errOut)
 	}
 	if _, _, code := migctl("no-such-command"); code != 2 {
 		t.Errorf("unknown command: exit %d, want 2", code)
@@ -86,9 +97,9 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 	// The commands' own completion: what cobra offers after "migctl re".
-	out, _, code := migctl("__complete", "re")
-	if code != 0 || !strings.Contains(out, "replay") {
-		t.Errorf("__complete re: exit %d, %q; want replay offered", code, out)
+	out, _, code := migctl("__complete", "st")
+	if code != 0 || !strings.Contains(out, "status") {
+		t.Errorf("__complete st: exit %d, %q; want status offered", code, out)
 	}
 	out, _, _ = migctl("__complete", "plan", "--pol")
 	if !strings.Contains(out, "--policy") {
@@ -96,6 +107,81 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
-type flagT = flag.Flag
-
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+// Completion offers GPU models, the profiles a simulated node or the agent
+// offers, and the fixed choices of a flag.
+func TestCompletionOfModelsAndProfiles(t *testing.T) {
+	sock := runAgent(t)
+	for _, tc := range []struct {
+		args []string
+		want []string
+		not  []string
+	}{
+		{[]string{"plan", "--simulate", ""}, []string{"a100-40gb", "h100-80gb"}, nil},
+		{[]string{"plan", "--simulate", "a100-40gb:2,h1"}, []string{"a100-40gb:2,h100-80gb"}, nil},
+		{[]string{"plan", "--simulate", "a100-40gb", ""}, []string{"1g.5gb", "3g.20gb", "7g.40gb"}, []string{"1g.10gb+gfx", "3g.40gb"}},
+		{[]string{"plan", "--policy", ""}, []string{"first-fit"}, nil},
+		{[]string{"estimate", "--gpu", ""}, []string{"a30-24gb", "h100-80gb"}, nil},
+		{[]string{"predict", "--gpu", ""}, []string{"h100-80gb"}, nil},
+		{[]string{"status", "--output", ""}, []string{"text", "json"}, nil},
+		{[]string{"alloc", "--socket", sock, ""}, []string{"1g.5gb", "2g.10gb", "7g.40gb"}, nil},
+	} {
+		out, errOut, code := migctl(append([]string{"__complete"}, tc.args...)...)
+		lines := strings.Split(out, "\n")
+		if code != 0 {
+			t.Errorf("__complete %q: exit %d: %s", tc.args, code, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(lines, w) {
+				t.Errorf("__complete %q offers %q, want %s among them", tc.args, lines, w)
+			}
+		}
+		for _, n := range tc.not {
+			if slices.Contains(lines, n) {
+				t.Errorf("__complete %q offers %s", tc.args, n)
+			}
+		}
+	}
+}
+
+// --output is listed only by the commands that print JSON, and each of them
+// honours MIGPRO_OUTPUT; the others refuse the flag.
+func TestOutputOnlyWhereSupported(t *testing.T) {
+	jsonCmds := map[string][]string{
+		"alloc": nil, "status": nil, "top": nil, // need the agent: help only
+		"plan":     {"plan", "--simulate", "a100-40gb", "1g.5gb"},
+		"predict":  {"predict", "--capacity", "10Gi", traceDir + "/flat.csv"},
+		"estimate": {"estimate", "--gpu", "a100-40gb", "--memory", "7Gi"},
+		"version":  {"version"},
+		"doctor":   nil, // inspects this host: help only
+	}
+	for _, c := range newRootCmd().Commands() {
+		name := c.Name()
+		// record's --output is the trace file it writes, not a format.
+		if name == "completion" || name == "help" || name == "record" {
+			continue
+		}
+		help, _, _ := migctl(name, "--help")
+		run, supported := jsonCmds[name]
+		if strings.Contains(help, "--output") != supported {
+			t.Errorf("%s --help lists --output: %v, want %v", name, !supported, supported)
+		}
+		if !supported {
+			if _, errOut, code := migctl(name, "--output", "json"); code != 2 || !strings.Contains(errOut, "--output") {
+				t.Errorf("%s --output json: exit %d, %q; want 2 naming --output", name, code, errOut)
+			}
+			continue
+		}
+		if run == nil {
+			continue
+		}
+		t.Setenv("MIGPRO_OUTPUT", "json")
+		out, errOut, code := migctl(run...)
+		t.Setenv("MIGPRO_OUTPUT", "")
+		if code != 0 || !json.Valid([]byte(out)) {
+			t.Errorf("MIGPRO_OUTPUT=json migctl %q: exit %d, %q %q; want JSON", run, code, out, errOut)
+		}
+	}
+}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -12,56 +10,75 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
-func init() {
-	register("top", "live per-container GPU memory", runTop)
-}
-
 const topUsage = "usage: migctl top [--socket PATH] [--output text|json] [--watch INTERVAL [--count N]]"
 
-func runTop(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	socket := fs.String("socket", defaultSocket, "the agent's local API socket")
-	output := fs.String("output", "text", "text or json")
-	timeout := fs.Duration("timeout", 5*time.Second, "bound on each request")
-	watch := fs.Duration("watch", 0, "refresh every INTERVAL until interrupted (0: once)")
-	count := fs.Int("count", 0, "with --watch, stop after N refreshes (0: never)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+type topOptions struct {
+	agent ctl.AgentOptions
+	out   ctl.OutputOptions
+	watch time.Duration
+	count int
+}
+
+func newTopCmd() *cobra.Command {
+	o := &topOptions{}
+	const short = "live per-container GPU memory"
+	cmd := &cobra.Command{
+		Use:     "top",
+		Short:   short,
+		Long:    long(short, "Per container: current and peak GPU memory, the instance's capacity, and the source\n(the shim or NVML)."),
+		Example: "  migctl top\n  migctl top --watch 2s\n  migctl top --output json --watch 1s --count 10",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.watch < 0 || o.count < 0 || (o.count > 0 && o.watch == 0) {
+				return ctl.Usagef("--watch must be positive and --count needs --watch; %s", topUsage)
+			}
+			if len(args) != 0 {
+				return ctl.Usagef("unexpected arguments %q; %s", args, topUsage)
+			}
+			if err := o.out.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := o.agent.Complete(cmd.Flags()); err != nil {
+				return err
+			}
+			return o.run(cmd.OutOrStdout())
+		},
 	}
-	if *watch < 0 || *count < 0 || (*count > 0 && *watch == 0) {
-		return usagef("--watch must be positive and --count needs --watch; %s", topUsage)
-	}
-	if fs.NArg() != 0 {
-		return usagef("unexpected arguments %q; %s", fs.Args(), topUsage)
-	}
-	if *output != "text" && *output != "json" {
-		return usagef("--output %q: want text or json", *output)
-	}
-	client := client.New(*socket)
-	enc := json.NewEncoder(stdout)
+	o.agent.AddFlags(cmd.Flags(), 5*time.Second)
+	o.out.AddFlagsTo(cmd)
+	cmd.Flags().DurationVar(&o.watch, "watch", 0, "refresh every INTERVAL until interrupted (0: once)")
+	cmd.Flags().IntVar(&o.count, "count", 0, "with --watch, stop after N refreshes (0: never)")
+	return cmd
+}
+
+func (o *topOptions) run(stdout io.Writer) error {
+	client := client.New(o.agent.Socket)
 	for i := 1; ; i++ {
-		top, err := fetchTop(client, *socket, *timeout)
+		top, err := fetchTop(client, o.agent.Socket, o.agent.Timeout)
 		if err != nil {
 			return err
 		}
-		if *output == "json" {
-			// One JSON document per line, so a watch stream is JSON Lines.
-			err = enc.Encode(top)
+		if o.out.JSON() {
+			// With --watch, one indented document after another, as
+			// kubectl get --watch -o json prints them.
+			err = ctl.WriteJSON(stdout, top)
 		} else {
-			if *watch > 0 {
+			if o.watch > 0 {
 				fmt.Fprintf(stdout, "%s\n", time.Now().Format(time.TimeOnly))
 			}
 			err = writeTopText(stdout, top, time.Now())
 		}
-		if err != nil || *watch == 0 || (*count > 0 && i >= *count) {
+		if err != nil || o.watch == 0 || (o.count > 0 && i >= o.count) {
 			return err
 		}
-		time.Sleep(*watch)
-		if *output == "text" {
+		time.Sleep(o.watch)
+		if !o.out.JSON() {
 			fmt.Fprintln(stdout)
 		}
 	}

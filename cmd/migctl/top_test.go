@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/migpro/migpro/gpu/gputest"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 	"github.com/migpro/migpro/telemetry/telemetrytest"
 )
-
-type fakeMem struct{}
-
-func (fakeMem) InstanceMemory(string) (uint64, uint64, error) { return 3 << 30, 10 << 30, nil }
 
 func topAgent(t *testing.T) string {
 	t.Helper()
@@ -25,7 +21,7 @@ func topAgent(t *testing.T) string {
 	if _, err := s.Register(telemetryapi.Registration{ID: "idle"}); err != nil {
 		t.Fatal(err)
 	}
-	s.PollOnce(fakeMem{})
+	s.PollOnce(gputest.Memory{"MIG-a": {3 << 30, 10 << 30}})
 	return sock
 }
 
@@ -61,15 +57,15 @@ func TestTopWatch(t *testing.T) {
 	if code := runMain([]string{"top", "--socket", sock, "--output", "json", "--watch", "10ms", "--count", "3"}, &out, &out); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("want 3 JSON lines, got %d:\n%s", len(lines), out.String())
-	}
-	for _, l := range lines {
+	docs := 0
+	for dec := json.NewDecoder(&out); dec.More(); docs++ {
 		var top telemetryapi.Top
-		if err := json.Unmarshal([]byte(l), &top); err != nil || len(top.Containers) != 2 {
-			t.Errorf("line %q: %v", l, err)
+		if err := dec.Decode(&top); err != nil || len(top.Containers) != 2 {
+			t.Fatalf("document %d: %v, %+v", docs+1, err, top)
 		}
+	}
+	if docs != 3 {
+		t.Fatalf("want 3 JSON documents, got %d", docs)
 	}
 	if code := runMain([]string{"top", "--count", "2"}, &out, &out); code != 2 {
 		t.Errorf("--count without --watch: exit %d", code)
@@ -89,9 +85,8 @@ func TestTopErrors(t *testing.T) {
 	if code != 1 || !strings.Contains(out.String(), "is migpro-agent running?") {
 		t.Errorf("agent down: exit %d, %q", code, out.String())
 	}
-	var u usageError
-	if err := runTop([]string{"--bogus"}, &out); !errors.As(err, &u) {
-		t.Errorf("bad flag: %v", err)
+	if code := runMain([]string{"top", "--bogus"}, &out, &out); code != 2 {
+		t.Errorf("bad flag: exit %d", code)
 	}
 }
 

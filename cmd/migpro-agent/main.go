@@ -22,9 +22,11 @@ import (
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/dra"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin/podresources"
+	"github.com/migpro/migpro/readmit"
 )
 
 func main() {
@@ -89,7 +91,12 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.PollEvery, "poll-every", def.PollEvery, "period of NVML memory polling per container")
 	fs.StringVar(&cfg.CapsDir, "nvidia-capabilities-dir", def.CapsDir, "where the host's /proc/driver/nvidia/capabilities is readable")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", agent.DefaultMetricsAddr, "address of /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&cfg.ReadmitMode, "readmit-mode", string(readmit.DefaultMode), "what a predicted OOM does: off, advise (Event, annotation, recommendation, metric; no eviction) or evict (move the pod to the recommended profile)")
+	fs.BoolVar(&cfg.ReadmitModeLabels, "readmit-mode-labels", false, "let the label migpro.dev/readmit-mode=advise|evict on a pod or its namespace choose for it (not while --readmit-mode=off)")
+	fs.DurationVar(&cfg.ReadmitRestart, "readmit-restart", readmit.DefaultRestart, "how long a workload needs to restart on a larger instance, when its pod does not say (annotation migpro.dev/restart-seconds); with the pod's grace period, the time an eviction needs")
 	fs.BoolVar(&cfg.CleanupOnExit, "cleanup-on-exit", false, "on exit, destroy idle instances and remove migpro CDI specs (uninstall); in-use instances are left and reported")
+	draOn := fs.Bool("dra", false, "also serve the MIG instances as a DRA driver (resource.k8s.io/v1, driver migpro.dev) next to the device plugins; needs the API server (--kubeconfig or in-cluster)")
+	draRoot := fs.String("dra-kubelet-dir", "/var/lib/kubelet", "with --dra, the kubelet's root directory (holds plugins_registry/ and plugins/)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fs.String("log-format", "text", "log format: text or json")
 	if err := parseFlags(fs, args); err != nil {
@@ -115,7 +122,14 @@ func run(ctx context.Context, args []string) error {
 	if cfg.WarmPool, err = agent.ParseWarmPool(*warm); err != nil {
 		return fmt.Errorf("--warm-pool: %w", err)
 	}
-	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(kube.New())}
+	if _, err := readmit.ParseMode(cfg.ReadmitMode); err != nil {
+		return fmt.Errorf("--readmit-mode: %w", err)
+	}
+	link := kube.New()
+	if *draOn {
+		link = dra.Link(link, dra.WithKubeletRoot(*draRoot))
+	}
+	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(link)}
 	if *podRes != "" {
 		pr, err := podresources.New(podresources.WithSocket(*podRes), podresources.WithResourcePrefix(cfg.Domain+"/mig-"))
 		if err != nil {

@@ -61,12 +61,15 @@ def require_cuda():
     sample("start")
 
 
-def llama(layers=8, hidden=1024, heads=16, inter=2816, vocab=32000, dtype=torch.bfloat16, device="cuda"):
-    """A Llama-shaped causal LM with random weights from a config."""
+def llama(layers=8, hidden=1024, heads=16, inter=2816, vocab=32000, dtype=torch.bfloat16, device="cuda", attn=None):
+    """A Llama-shaped causal LM with random weights from a config; attn
+    names the attention implementation ("eager" is deterministic)."""
     from transformers import LlamaConfig, LlamaForCausalLM
     cfg = LlamaConfig(hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
                       num_attention_heads=heads, num_key_value_heads=heads, vocab_size=vocab,
                       max_position_embeddings=8192)
+    if attn:
+        cfg._attn_implementation = attn
     with torch.device(device):
         model = LlamaForCausalLM(cfg)
     return model.to(dtype)

@@ -23,7 +23,7 @@ common.set_budget()
 model = common.llama(layers=12, hidden=1024, heads=16, inter=2816)
 model.eval()
 common.sample("loaded")
-batch = 48
+batch = 64
 ids = torch.randint(0, 32000, (batch, 64), device="cuda")
 s = Sample()
 try:

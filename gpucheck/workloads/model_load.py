@@ -1,4 +1,4 @@
-"""A model load: a ~0.9B-parameter Llama built on the CPU from a config, then
+"""A model load: a ~0.55B-parameter Llama built on the CPU from a config, then
 moved to the GPU tensor by tensor, as from_pretrained places shards."""
 import time
 
@@ -7,7 +7,7 @@ import torch
 import common
 
 common.require_cuda()
-model = common.llama(layers=16, hidden=2048, heads=16, inter=5632, device="cpu")
+model = common.llama(layers=8, hidden=2048, heads=16, inter=5632, device="cpu")
 n = 0
 for name, p in model.named_parameters():
     p.data = p.data.to("cuda")

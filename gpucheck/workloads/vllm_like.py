@@ -13,7 +13,7 @@ model = common.llama(layers=12, hidden=2048, heads=16, inter=5632)
 model.eval()
 common.sample("loaded")
 with torch.no_grad():
-    ids = torch.randint(0, 32000, (32, 1024), device="cuda")
+    ids = torch.randint(0, 32000, (16, 1024), device="cuda")
     model(ids)
     torch.cuda.synchronize()
 common.sample("profiled")

@@ -20,11 +20,3 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "migpro.agentUser" -}}
 system:serviceaccount:{{ .Values.namespace }}:{{ include "migpro.fullname" . }}-agent
 {{- end -}}
-{{- define "migpro.imagePullSecrets" -}}
-{{- with .Values.imagePullSecrets }}
-imagePullSecrets:
-{{- range . }}
-- name: {{ . | quote }}
-{{- end }}
-{{- end }}
-{{- end -}}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/migpro/migpro/internal/buildinfo"
+	"github.com/migpro/migpro/internal/ctl"
+)
+
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// runMain runs migpro-lab with args and returns its exit code: 0, 1 for a
+// failure, 2 for bad usage.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	return ctl.Execute(newRootCmd(), args, stdout, stderr)
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "migpro-lab",
+		Short: "Watch migpro place and move work: the demo, workload replays and migpro-lab run",
+		Long: `migpro-lab runs the demo, replays workloads under several placement policies on
+simulated nodes (with charts), and runs a containerd container that moves to a
+larger MIG instance before it runs out of memory. The node tool is migctl.`,
+		Version: buildinfo.Read().Line("migpro-lab"),
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Help()
+			return ctl.Usagef("no command given")
+		},
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newDemoCmd(), newReplayCmd(), newRunCmd(), ctl.NewVersionCmd("migpro-lab"))
+	return root
+}

@@ -1,0 +1,111 @@
+package eval
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/tracegen"
+)
+
+// ShapeRow scores one of issue 29's shapes at one rate over many seeds.
+type ShapeRow struct {
+	Shape   string
+	Hz      float64
+	Seeds   int
+	Growing bool
+	Horizon bool
+	// FalseMarks counts marked quiet runs; Missed growing runs not marked
+	// before their OOM sample; Late growing runs marked under 5 s before
+	// it; OverQuarter growing runs with a horizon not marked by a quarter of
+	// their way to the OOM (mark t / OOM t over 0.25).
+	FalseMarks, Missed, Late, OverQuarter int
+	// MinLead and MedianLead are seconds from the mark to the OOM sample (a
+	// miss counts 0); MaxWay and MedianWay the mark's share of the way from
+	// the start to the OOM, growing runs with a horizon only.
+	MinLead, MedianLead, MaxWay, MedianWay float64
+}
+
+// ShapeConfig is the agent's configuration for one shape: ForSeconds, the
+// shape's capacity, and its horizon when the shape declares one.
+func ShapeConfig(base predictor.Config, s tracegen.Shape) predictor.Config {
+	cfg := base
+	cfg.Capacity = tracegen.ShapeCapacity
+	if s.WithHorizon {
+		cfg.Horizon = s.Duration
+	}
+	return predictor.ForSeconds(cfg)
+}
+
+// ScoreShapes runs every shape at both rates for seeds seeds.
+func ScoreShapes(base predictor.Config, shapes []tracegen.Shape, seeds int) ([]ShapeRow, error) {
+	var rows []ShapeRow
+	for _, s := range shapes {
+		cfg := ShapeConfig(base, s)
+		for _, hz := range []float64{tracegen.ShimHz, tracegen.NVMLHz} {
+			row := ShapeRow{Shape: s.Name, Hz: hz, Seeds: seeds, Growing: s.Growing, Horizon: s.WithHorizon}
+			var leads, ways []float64
+			for seed := range uint64(seeds) {
+				tr := s.Generate(seed, hz)
+				oom, grows := tracegen.OOM(tr)
+				if tr.Rows[len(tr.Rows)-1].Used > tracegen.ShapeCapacity {
+					oom, grows = tr.Rows[len(tr.Rows)-1].T, true
+				} else {
+					grows = false
+				}
+				if grows != s.Growing {
+					return nil, fmt.Errorf("%s seed %d at %g Hz: reaches capacity %v, want %v", s.Name, seed, hz, grows, s.Growing)
+				}
+				res, err := Score(tr, Options{Config: cfg})
+				if err != nil {
+					return nil, err
+				}
+				if !grows {
+					if res.FalseMark {
+						row.FalseMarks++
+					}
+					continue
+				}
+				lead, way := 0.0, 1.0
+				if res.Mark != nil && *res.Mark < oom {
+					lead, way = oom-*res.Mark, *res.Mark/oom
+				} else {
+					row.Missed++
+				}
+				if lead < 5 {
+					row.Late++
+				}
+				if s.WithHorizon && way > 0.25 {
+					row.OverQuarter++
+				}
+				leads, ways = append(leads, lead), append(ways, way)
+			}
+			if len(leads) > 0 {
+				sort.Float64s(leads)
+				sort.Float64s(ways)
+				row.MinLead, row.MedianLead = leads[0], leads[len(leads)/2]
+				row.MaxWay, row.MedianWay = ways[len(ways)-1], ways[len(ways)/2]
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// FormatShapes renders rows as a Markdown table.
+func FormatShapes(rows []ShapeRow) string {
+	s := "| shape | rate | false marks | missed | marked < 5 s ahead | min lead (s) | median lead (s) | horizon: over 25% | latest mark (% of way) |\n|---|---|---|---|---|---|---|---|---|\n"
+	for _, r := range rows {
+		if !r.Growing {
+			s += fmt.Sprintf("| %s | %g Hz | %d/%d | – | – | – | – | – | – |\n", r.Shape, r.Hz, r.FalseMarks, r.Seeds)
+			continue
+		}
+		over, way := "–", "–"
+		if r.Horizon {
+			over, way = fmt.Sprintf("%d/%d", r.OverQuarter, r.Seeds), fmt.Sprintf("%.0f", 100*r.MaxWay)
+		}
+		s += fmt.Sprintf("| %s | %g Hz | – | %d/%d | %d/%d | %.1f | %.1f | %s | %s |\n", r.Shape, r.Hz, r.Missed, r.Seeds,
+			r.Late, r.Seeds, r.MinLead, r.MedianLead, over, way)
+	}
+	return s
+}

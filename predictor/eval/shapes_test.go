@@ -1,0 +1,88 @@
+package eval
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/tracegen"
+)
+
+// shapeSeeds is how many seeds of each shape and rate the tests run.
+const shapeSeeds = 100
+
+// shapeMiss says how a row misses issue 29's bar, "" when it meets it: no
+// false mark on a quiet shape (either rate); every growing run marked before
+// its OOM, at least 5 s ahead at 10 Hz; with a horizon, marked by a quarter
+// of its way.
+func shapeMiss(r ShapeRow) string {
+	switch {
+	case r.FalseMarks > 0:
+		return fmt.Sprintf("%d/%d quiet runs marked", r.FalseMarks, r.Seeds)
+	case r.Missed > 0:
+		return fmt.Sprintf("%d/%d growing runs not marked before the OOM", r.Missed, r.Seeds)
+	case r.Hz == tracegen.ShimHz && r.Late > 0:
+		return fmt.Sprintf("%d/%d marked under 5 s before the OOM (min %.1f s)", r.Late, r.Seeds, r.MinLead)
+	case r.OverQuarter > 0:
+		return fmt.Sprintf("%d/%d not marked by 25%% of the way to the OOM (latest %.0f%%)", r.OverQuarter, r.Seeds, 100*r.MaxWay)
+	}
+	return ""
+}
+
+// shapeGaps are the rows (shape@rate) that miss the bar today, as
+// docs/predictor-results.md reports them. Every other row is held to the bar
+// with no tolerance, and a listed row that meets it fails the test too, so
+// that the list cannot outlive the gap.
+var shapeGaps = map[string]bool{
+	"kv-steps@10": true, "kv-steps@1": true,
+	"fast-growth@10": true, "fast-growth@1": true,
+	"bursty-kv-horizon@10": true, "bursty-kv-horizon@1": true,
+	"creeping-sawtooth@1":          true,
+	"creeping-sawtooth-horizon@10": true, "creeping-sawtooth-horizon@1": true,
+
+	"serving-staircase-ho@10": true, "serving-staircase-ho@1": true,
+	"vllm-start-ho@10": true, "vllm-start-ho@1": true,
+	"training-sawtooth-ho@10": true, "training-sawtooth-ho@1": true,
+	"kv-steps-ho@10": true, "kv-steps-ho@1": true,
+	"fast-growth-ho@10": true, "fast-growth-ho@1": true,
+	"bursty-kv-horizon-ho@10": true, "bursty-kv-horizon-ho@1": true,
+	"creeping-sawtooth-ho@10": true, "creeping-sawtooth-ho@1": true,
+	"creeping-sawtooth-horizon-ho@10": true, "creeping-sawtooth-horizon-ho@1": true,
+}
+
+func shapeBar(t *testing.T, rows []ShapeRow) {
+	t.Helper()
+	for _, r := range rows {
+		key := fmt.Sprintf("%s@%g", r.Shape, r.Hz)
+		miss := shapeMiss(r)
+		switch {
+		case miss != "" && !shapeGaps[key]:
+			t.Errorf("%s at %g Hz: %s", r.Shape, r.Hz, miss)
+		case miss == "" && shapeGaps[key]:
+			t.Errorf("%s at %g Hz meets the bar: drop it from shapeGaps and from docs/predictor-results.md", r.Shape, r.Hz)
+		}
+	}
+}
+
+// TestTunedShapes holds the predictor, with the agent's settings, to issue
+// 29's bar on the shapes it was tuned on. -v prints the table of
+// docs/predictor-results.md.
+func TestTunedShapes(t *testing.T) {
+	rows, err := ScoreShapes(predictor.Config{}, tracegen.TunedShapes(), shapeSeeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", FormatShapes(rows))
+	shapeBar(t, rows)
+}
+
+// TestHeldOutShapes is the same bar on the held-out shapes, whose
+// parameters and seeds were fixed before tuning.
+func TestHeldOutShapes(t *testing.T) {
+	rows, err := ScoreShapes(predictor.Config{}, tracegen.HeldOutShapes(), shapeSeeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", FormatShapes(rows))
+	shapeBar(t, rows)
+}
