@@ -58,7 +58,7 @@ func (a *Agent) Alloc(ctx context.Context, req client.AllocRequest) (client.Allo
 	name, _ := a.cdiName(in.UUID)
 	a.log.WithFields(logrus.Fields{"uuid": in.UUID, "profile": in.Profile, "gpu": in.GPU, "owner": owner, "plan": plan.String()}).Info("allocated")
 	return client.AllocResponse{UUID: in.UUID, CDIName: name, Profile: in.Profile, GPU: in.GPU,
-		Start: in.Placement.Start, Size: in.Placement.Size, Steps: len(plan.Steps), Lease: lease}, nil
+		Placement: wirePlacement(in.Placement), Steps: len(plan.Steps), Lease: lease}, nil
 }
 
 // errBadRequest marks a request the local API refuses as malformed (400).

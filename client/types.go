@@ -30,9 +30,9 @@ type AllocResponse struct {
 	CDIName string `json:"cdiName"`
 	Profile string `json:"profile"`
 	GPU     int    `json:"gpu"`
-	Start   int    `json:"start"`
-	Size    int    `json:"size"`
-	Steps   int    `json:"steps"` // NVML creates and destroys it took
+	// Placement is the memory slots the instance holds, as status shows it.
+	Placement Placement `json:"placement"`
+	Steps     int       `json:"steps"` // NVML creates and destroys it took
 	// Lease names this holding: a free that carries it releases the
 	// instance only while this holder still has it, so a retried free never
 	// touches the instance's next holder.

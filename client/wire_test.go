@@ -54,7 +54,7 @@ func wireValues() map[string]any {
 				NVMLBytes: 3 << 29, Processes: 2, Allocs: 10, Frees: 4, Samples: 99, LastSample: &last},
 			{ID: "c2", MIGUUIDs: nil},
 		}},
-		"alloc": client.AllocResponse{UUID: "MIG-0b1c", CDIName: "migpro.io/mig=MIG-0b1c", Profile: "3g.20gb", GPU: 1, Start: 4, Size: 4, Steps: 2},
+		"alloc": client.AllocResponse{UUID: "MIG-0b1c", CDIName: "migpro.io/mig=MIG-0b1c", Profile: "3g.20gb", GPU: 1, Placement: client.Placement{Start: 4, Size: 4}, Steps: 2},
 	}
 }
 

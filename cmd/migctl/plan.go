@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/partitioner"
@@ -44,11 +45,11 @@ type planGPU struct {
 type planInstance struct {
 	GPU     int    `json:"gpu"`
 	Profile string `json:"profile"`
-	Start   int    `json:"start"`
-	Size    int    `json:"size"`
-	UUID    string `json:"uuid"`
-	State   string `json:"state"`
-	Alloc   *int   `json:"alloc"`
+	// Placement is the memory slots held, the same shape as status's.
+	Placement client.Placement `json:"placement"`
+	UUID      string           `json:"uuid"`
+	State     string           `json:"state"`
+	Alloc     *int             `json:"alloc"`
 }
 
 type planOptions struct {
@@ -228,7 +229,7 @@ func applyPlanOps(part *partitioner.Partitioner, ops []planOp) (planResult, erro
 		delete(given, op.free)
 	}
 	for _, in := range part.Instances() {
-		pi := planInstance{GPU: in.GPU, Profile: in.Profile, Start: in.Placement.Start, Size: in.Placement.Size, UUID: in.UUID, State: string(in.State)}
+		pi := planInstance{GPU: in.GPU, Profile: in.Profile, Placement: client.Placement{Start: in.Placement.Start, Size: in.Placement.Size}, UUID: in.UUID, State: string(in.State)}
 		if k, ok := allocNumber(in.Owner); ok {
 			pi.Alloc = &k
 		}

@@ -45,7 +45,7 @@ func TestPlanReproducesReachabilityFacts(t *testing.T) {
 			if g.Maximal != c.maximal || g.Reachable != want {
 				t.Errorf("counted %q, 1g.5gb at %d: %d/%d reachable, want %d/%d", c.counted, slot, g.Reachable, g.Maximal, want, c.maximal)
 			}
-			if len(res.Instances) != 1 || res.Instances[0].Start != slot || res.Steps != 1 {
+			if len(res.Instances) != 1 || res.Instances[0].Placement.Start != slot || res.Steps != 1 {
 				t.Errorf("1g.5gb@%d: instances %+v steps %d", slot, res.Instances, res.Steps)
 			}
 		}
@@ -61,7 +61,7 @@ func TestPlanFillsSmallProfilesFromTheTop(t *testing.T) {
 	res := runPlanJSON(t, append([]string{"--policy", "reachability"}, ops...)...)
 	starts := map[int]int{} // alloc -> start
 	for _, in := range res.Instances {
-		starts[*in.Alloc] = in.Start
+		starts[*in.Alloc] = in.Placement.Start
 	}
 	for k := 1; k <= 7; k++ {
 		if starts[k] != 7-k {
@@ -71,8 +71,8 @@ func TestPlanFillsSmallProfilesFromTheTop(t *testing.T) {
 	// First-fit, the baseline, fills from the bottom.
 	ff := runPlanJSON(t, append([]string{"--policy", "first-fit"}, ops...)...)
 	for _, in := range ff.Instances {
-		if *in.Alloc == 1 && in.Start != 0 {
-			t.Fatalf("first-fit put the first 1g.5gb at %d, want 0", in.Start)
+		if *in.Alloc == 1 && in.Placement.Start != 0 {
+			t.Fatalf("first-fit put the first 1g.5gb at %d, want 0", in.Placement.Start)
 		}
 	}
 }
