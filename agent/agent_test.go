@@ -24,7 +24,7 @@ type testEnv struct {
 func newEnv(t testing.TB, spec string) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
-	node, err := simgpu.NewNode(spec, simgpu.WithRoot(filepath.Join(dir, "sim")))
+	node, err := simgpu.NewNode(spec, simgpu.WithRoot(filepath.Join(dir, "sim")), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func newSimFixture(t testing.TB, version string) *simFixture {
 		t.Skip("the simulated GPU's device nodes need root")
 	}
 	root := t.TempDir()
-	n, err := simgpu.NewNode("a100-40gb", simgpu.WithRoot(filepath.Join(root, "sim")))
+	n, err := simgpu.NewNode("a100-40gb", simgpu.WithRoot(filepath.Join(root, "sim")), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

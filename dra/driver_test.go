@@ -27,6 +27,7 @@ import (
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/dra"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -57,7 +58,7 @@ func newEnv(t testing.TB, spec string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	node, err := simgpu.NewNode(spec, simgpu.WithRoot(filepath.Join(dir, "sim")))
+	node, err := simgpu.NewNode(spec, simgpu.WithRoot(filepath.Join(dir, "sim")), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

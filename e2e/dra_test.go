@@ -190,7 +190,7 @@ func TestDRAClaims(t *testing.T) {
 	n := startDRANode(t, "a100-40gb", true)
 	// migpro's own choices for two 1g.5gb in a row, from the partitioner on
 	// an identical simulated GPU.
-	sim, err := simgpu.NewNode("a100-40gb", simgpu.WithRoot(t.TempDir()))
+	sim, err := simgpu.NewNode("a100-40gb", simgpu.WithRoot(t.TempDir()), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

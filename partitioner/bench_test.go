@@ -99,7 +99,7 @@ func BenchmarkPolicyStreams(b *testing.B) {
 // servedBeforeWait replays one stream: allocations of random profiles
 // (smaller ones likelier) with releases of random earlier ones in between.
 func servedBeforeWait(b *testing.B, spec string, policy Policy, seed int64) int {
-	node, err := simgpu.NewNode(spec, simgpu.WithRoot(b.TempDir()), simgpu.WithSeed(seed))
+	node, err := simgpu.NewNode(spec, simgpu.WithRoot(b.TempDir()), simgpu.WithSeed(seed), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 func newSim(t testing.TB, spec string) *simgpu.Node {
 	t.Helper()
-	n, err := simgpu.NewNode(spec, simgpu.WithRoot(t.TempDir()))
+	n, err := simgpu.NewNode(spec, simgpu.WithRoot(t.TempDir()), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

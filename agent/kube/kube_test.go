@@ -20,6 +20,7 @@ import (
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/plugin/podresources/podresourcestest"
 	"github.com/migpro/migpro/readmit"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
@@ -33,7 +34,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	node, err := simgpu.NewNode("a100-40gb", simgpu.WithRoot(filepath.Join(dir, "sim")))
+	node, err := simgpu.NewNode("a100-40gb", simgpu.WithRoot(filepath.Join(dir, "sim")), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -106,12 +107,12 @@ func (o *planOptions) run(stdout io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	node, cleanup, err := ctl.NewSimNode(o.spec, o.seed)
+	node, cleanup, err := ctl.NewSimNode(o.spec, o.seed, quietlog.New())
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	opts := []partitioner.Option{partitioner.WithPolicy(policy), partitioner.WithLogger(ctl.QuietLogger())}
+	opts := []partitioner.Option{partitioner.WithPolicy(policy), partitioner.WithLogger(quietlog.New())}
 	if o.counted != "" {
 		opts = append(opts, partitioner.WithCountedProfiles(strings.Split(o.counted, ",")...))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -51,12 +52,12 @@ func newDemoCmd() *cobra.Command {
 }
 
 func (o *demoOptions) run(stdout io.Writer) error {
-	node, cleanup, err := ctl.NewSimNode(o.spec, o.seed)
+	node, cleanup, err := ctl.NewSimNode(o.spec, o.seed, quietlog.New())
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	part, err := partitioner.New(node, partitioner.WithLogger(ctl.QuietLogger()))
+	part, err := partitioner.New(node, partitioner.WithLogger(quietlog.New()))
 	if err != nil {
 		return err
 	}
@@ -71,12 +72,12 @@ func (o *demoOptions) run(stdout io.Writer) error {
 	fmt.Fprintln(stdout, "Legend: [profile | idle or in-use | MIG UUID prefix], · = free memory slot.")
 
 	// The same stream under first-fit placement, for comparison.
-	ffNode, ffCleanup, err := ctl.NewSimNode(o.spec, o.seed)
+	ffNode, ffCleanup, err := ctl.NewSimNode(o.spec, o.seed, quietlog.New())
 	if err != nil {
 		return err
 	}
 	defer ffCleanup()
-	ff, err := partitioner.New(ffNode, partitioner.WithPolicy(partitioner.FirstFit{}), partitioner.WithLogger(ctl.QuietLogger()))
+	ff, err := partitioner.New(ffNode, partitioner.WithPolicy(partitioner.FirstFit{}), partitioner.WithLogger(quietlog.New()))
 	if err != nil {
 		return err
 	}

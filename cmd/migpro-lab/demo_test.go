@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 	"regexp"
 	"strconv"
@@ -74,12 +75,12 @@ func TestDemoNarratesAndDrawsTheDefaultNode(t *testing.T) {
 func TestDemoSeedShowsPlacement(t *testing.T) {
 	var st [2]demoStats
 	for k, pol := range []partitioner.Policy{partitioner.Migpro{}, partitioner.FirstFit{}} {
-		node, cleanup, err := ctl.NewSimNode(defaultDemoNode, 39)
+		node, cleanup, err := ctl.NewSimNode(defaultDemoNode, 39, quietlog.New())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer cleanup()
-		part, err := partitioner.New(node, partitioner.WithPolicy(pol), partitioner.WithLogger(ctl.QuietLogger()))
+		part, err := partitioner.New(node, partitioner.WithPolicy(pol), partitioner.WithLogger(quietlog.New()))
 		if err != nil {
 			t.Fatal(err)
 		}

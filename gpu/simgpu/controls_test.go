@@ -16,10 +16,11 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 func TestXidDelivery(t *testing.T) {
-	n, _ := simgpu.NewNode("a100-40gb,h100-80gb")
+	n, _ := simgpu.NewNode("a100-40gb,h100-80gb", simgpu.WithLogger(quietlog.New()))
 	d := n.Devices()[1]
 	gi := mustCreate(t, d, "2g.20gb", gpu.Placement{Start: 4, Size: 2}, true)
 
@@ -68,7 +69,7 @@ func TestXidDelivery(t *testing.T) {
 }
 
 func TestFailNth(t *testing.T) {
-	n, _ := simgpu.NewNode("a100-40gb")
+	n, _ := simgpu.NewNode("a100-40gb", simgpu.WithLogger(quietlog.New()))
 	d := n.Devices()[0]
 	oneG := profileID(t, d, "1g.5gb")
 	if err := n.FailNth(simgpu.OpCreateGI, 2, nvml.ERROR_UNKNOWN); err != nil {
@@ -114,7 +115,7 @@ func TestFailNth(t *testing.T) {
 }
 
 func TestFaultOnComputeInstanceLeavesHalfMadeGI(t *testing.T) {
-	n, _ := simgpu.NewNode("h100-80gb")
+	n, _ := simgpu.NewNode("h100-80gb", simgpu.WithLogger(quietlog.New()))
 	d := n.Devices()[0]
 	if err := n.FailNth(simgpu.OpCreateCI, 1, nvml.ERROR_INSUFFICIENT_RESOURCES); err != nil {
 		t.Fatal(err)
@@ -133,7 +134,7 @@ func TestFaultOnComputeInstanceLeavesHalfMadeGI(t *testing.T) {
 }
 
 func TestLatency(t *testing.T) {
-	n, _ := simgpu.NewNode("a30-24gb")
+	n, _ := simgpu.NewNode("a30-24gb", simgpu.WithLogger(quietlog.New()))
 	d := n.Devices()[0]
 	// Long enough that a read on a loaded machine stays well under it.
 	const lat = 250 * time.Millisecond
@@ -175,7 +176,7 @@ func TestLatency(t *testing.T) {
 }
 
 func TestMIGModeControl(t *testing.T) {
-	n, _ := simgpu.NewNode("a100-40gb", simgpu.WithMIGDisabled())
+	n, _ := simgpu.NewNode("a100-40gb", simgpu.WithMIGDisabled(), simgpu.WithLogger(quietlog.New()))
 	d := n.Devices()[0]
 	if on, err := d.MIGEnabled(); err != nil || on {
 		t.Fatalf("MIGEnabled = %v, %v; want off", on, err)
@@ -203,7 +204,7 @@ func TestMIGModeControl(t *testing.T) {
 
 func TestDeviceFiles(t *testing.T) {
 	root := t.TempDir()
-	n, err := simgpu.NewNode("a100-40gb:2", simgpu.WithRoot(root))
+	n, err := simgpu.NewNode("a100-40gb:2", simgpu.WithRoot(root), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,13 +243,13 @@ func TestDeviceFiles(t *testing.T) {
 		t.Fatalf("GI capability left behind: %v", err)
 	}
 	// A second node on the same root replaces the nodes rather than failing.
-	if _, err := simgpu.NewNode("a30-24gb", simgpu.WithRoot(root)); err != nil {
+	if _, err := simgpu.NewNode("a30-24gb", simgpu.WithRoot(root), simgpu.WithLogger(quietlog.New())); err != nil {
 		t.Fatalf("reusing the root: %v", err)
 	}
 }
 
 func TestNoRootMakesNoFiles(t *testing.T) {
-	n, _ := simgpu.NewNode("a30-24gb")
+	n, _ := simgpu.NewNode("a30-24gb", simgpu.WithLogger(quietlog.New()))
 	if n.Paths() != (gpu.DriverPaths{}) || n.NodeKind() != "" {
 		t.Fatalf("paths %+v kind %q without a root", n.Paths(), n.NodeKind())
 	}

@@ -57,9 +57,9 @@ type devFiles struct {
 	state                   *driverState // instance descriptions and usage for the stub user space
 }
 
-func newDevFiles(root string, gpus int) (*devFiles, error) {
+func newDevFiles(root string, gpus int, log logrus.FieldLogger) (*devFiles, error) {
 	f := &devFiles{
-		log:     logrus.StandardLogger(),
+		log:     log,
 		devDir:  filepath.Join(root, "dev"),
 		capsDir: filepath.Join(root, "proc", "driver", "nvidia", "capabilities"),
 	}

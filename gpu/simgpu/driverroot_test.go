@@ -15,6 +15,7 @@ import (
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // driverRootNode is a simulated node with a root, the stubs installed into
@@ -34,7 +35,7 @@ func newDriverRootNode(t *testing.T) driverRootNode {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	n, err := simgpu.NewNode("a100-40gb:1", simgpu.WithRoot(root))
+	n, err := simgpu.NewNode("a100-40gb:1", simgpu.WithRoot(root), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestInstallDriverUpgrade(t *testing.T) {
 		t.Errorf("install from an empty stub dir: %v", err)
 	}
 	root := t.TempDir()
-	n, err := simgpu.NewNode("a100-40gb:1", simgpu.WithRoot(root), simgpu.WithDriverVersion(v2))
+	n, err := simgpu.NewNode("a100-40gb:1", simgpu.WithRoot(root), simgpu.WithDriverVersion(v2), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 var migUUID = regexp.MustCompile(`^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 var gpuUUID = regexp.MustCompile(`^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func TestCreateListDestroy(t *testing.T) {
-	n, err := simgpu.NewNode("a100-40gb:2,h100-80gb")
+	n, err := simgpu.NewNode("a100-40gb:2,h100-80gb", simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestCreateListDestroy(t *testing.T) {
 }
 
 func TestLowestFreeIDs(t *testing.T) {
-	n, _ := simgpu.NewNode("a100-40gb")
+	n, _ := simgpu.NewNode("a100-40gb", simgpu.WithLogger(quietlog.New()))
 	d := n.Devices()[0]
 	var ids []int
 	for slot := 0; slot < 3; slot++ {
@@ -97,7 +98,7 @@ func TestLowestFreeIDs(t *testing.T) {
 }
 
 func TestMemoryAndProcesses(t *testing.T) {
-	n, _ := simgpu.NewNode("a100-40gb")
+	n, _ := simgpu.NewNode("a100-40gb", simgpu.WithLogger(quietlog.New()))
 	d := n.Devices()[0]
 	gi := mustCreate(t, d, "2g.10gb", gpu.Placement{Start: 2, Size: 2}, true)
 
@@ -168,7 +169,7 @@ func TestMemoryAndProcesses(t *testing.T) {
 
 func TestDeterministicFromSeed(t *testing.T) {
 	run := func(seed int64) []string {
-		n, err := simgpu.NewNode("a100-40gb:2", simgpu.WithSeed(seed))
+		n, err := simgpu.NewNode("a100-40gb:2", simgpu.WithSeed(seed), simgpu.WithLogger(quietlog.New()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +206,7 @@ func TestDeterministicFromSeed(t *testing.T) {
 
 func TestAdapterProfilesMatchModelTables(t *testing.T) {
 	for _, model := range simgpu.Models() {
-		n, err := simgpu.NewNode(model)
+		n, err := simgpu.NewNode(model, simgpu.WithLogger(quietlog.New()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +230,7 @@ func TestAdapterProfilesMatchModelTables(t *testing.T) {
 // Concurrent reconfiguration of different GPUs and polling of the same ones
 // must be race-free; the test is for -race as much as for its assertions.
 func TestConcurrentUse(t *testing.T) {
-	n, _ := simgpu.NewNode("a100-40gb:4")
+	n, _ := simgpu.NewNode("a100-40gb:4", simgpu.WithLogger(quietlog.New()))
 	var wg sync.WaitGroup
 	for _, d := range n.Devices() {
 		wg.Add(2)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // oracle restates the MIG rules from docs/design.md ("MIG facts") in the plainest terms, with
@@ -56,7 +57,7 @@ func (o *oracle) create(profile int, at gpu.Placement) error {
 func TestRandomOperationsAgreeWithOracle(t *testing.T) {
 	for _, model := range simgpu.Models() {
 		t.Run(model, func(t *testing.T) {
-			n, err := simgpu.NewNode(model)
+			n, err := simgpu.NewNode(model, simgpu.WithLogger(quietlog.New()))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // profileID finds a profile by name on a device, failing the test if the
@@ -200,7 +201,7 @@ func TestDriverRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n, err := simgpu.NewNode(c.spec, c.opts...)
+			n, err := simgpu.NewNode(c.spec, append([]simgpu.Option{simgpu.WithLogger(quietlog.New())}, c.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package simgpu
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -41,7 +42,8 @@ type config struct {
 type Option func(*config)
 
 // WithLogger sets the logger of the simulated driver and of its NVML
-// adapter (default: the standard logger).
+// adapter. It is required: New refuses to build without one (muted callers
+// pass internal/quietlog).
 func WithLogger(l logrus.FieldLogger) Option { return func(c *config) { c.log = l } }
 
 // WithSeed sets the seed GPU and MIG UUIDs derive from.
@@ -83,24 +85,26 @@ func NewNode(spec string, opts ...Option) (*Node, error) {
 
 // New builds a node with the given GPUs, numbered in order.
 func New(gpus []ModelCount, opts ...Option) (*Node, error) {
-	c := config{seed: DefaultSeed, log: logrus.StandardLogger()}
+	c := config{seed: DefaultSeed}
 	for _, o := range opts {
 		o(&c)
+	}
+	if c.log == nil {
+		return nil, errors.New("build simulated node: no logger (WithLogger)")
 	}
 	if c.version == "" {
 		c.version = DriverVersion
 	}
-	d, err := newDriver(gpus, c.seed, c.migDisabled)
+	d, err := newDriver(gpus, c.seed, c.migDisabled, c.log)
 	if err != nil {
 		return nil, fmt.Errorf("build simulated node: %w", err)
 	}
-	d.log, d.version = c.log, c.version
+	d.version = c.version
 	if c.root != "" {
-		files, err := newDevFiles(c.root, len(d.gpus))
+		files, err := newDevFiles(c.root, len(d.gpus), c.log)
 		if err != nil {
 			return nil, fmt.Errorf("build simulated node under %s: %w", c.root, err)
 		}
-		files.log = c.log
 		d.files = files
 	}
 	if c.stateFile != "" {
@@ -118,8 +122,8 @@ func New(gpus []ModelCount, opts ...Option) (*Node, error) {
 }
 
 // newDriver builds the driver state of a fresh node: GPUs, no instances.
-func newDriver(gpus []ModelCount, seed int64, migDisabled bool) (*driver, error) {
-	d := &driver{seed: seed, latency: map[Op]time.Duration{}, log: logrus.StandardLogger(), version: DriverVersion}
+func newDriver(gpus []ModelCount, seed int64, migDisabled bool, log logrus.FieldLogger) (*driver, error) {
+	d := &driver{seed: seed, latency: map[Op]time.Duration{}, log: log, version: DriverVersion}
 	for _, mc := range gpus {
 		m, err := lookupModel(mc.Model)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/nvmlgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // StateVersion is the state-file format WithStateFile writes and reads.
@@ -114,7 +115,8 @@ func restoredDriver(st State) (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := newDriver(mcs, st.Seed, false)
+	// The driver is a throwaway that only checks the state: it logs nothing.
+	d, err := newDriver(mcs, st.Seed, false, quietlog.New())
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ const stateSpec = "a100-40gb:2,h100-80gb"
 // crash never Close the node: an abandoned node is what kill -9 leaves.
 func openState(t *testing.T, path, root string, opts ...simgpu.Option) *simgpu.Node {
 	t.Helper()
-	n, err := simgpu.NewNode(stateSpec, append([]simgpu.Option{simgpu.WithStateFile(path), simgpu.WithRoot(root)}, opts...)...)
+	n, err := simgpu.NewNode(stateSpec, append([]simgpu.Option{simgpu.WithStateFile(path), simgpu.WithRoot(root), simgpu.WithLogger(quietlog.New())}, opts...)...)
 	if err != nil {
 		t.Fatalf("open node on %s: %v", path, err)
 	}
@@ -156,7 +156,7 @@ func TestStateSurvivesCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := simgpu.NewNode(stateSpec)
+	ref, err := simgpu.NewNode(stateSpec, simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,13 +207,13 @@ func TestStateDestroyPersistsAndReads(t *testing.T) {
 
 func TestStateMismatchedNode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sim.json")
-	n, err := simgpu.NewNode("a100-40gb:2", simgpu.WithStateFile(path))
+	n, err := simgpu.NewNode("a100-40gb:2", simgpu.WithStateFile(path), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n.Close()
 	// Equal nodes spelled differently are the same node.
-	if n, err = simgpu.NewNode("a100-40gb,A100-40GB:1", simgpu.WithStateFile(path)); err != nil {
+	if n, err = simgpu.NewNode("a100-40gb,A100-40GB:1", simgpu.WithStateFile(path), simgpu.WithLogger(quietlog.New())); err != nil {
 		t.Fatalf("same node spelled differently: %v", err)
 	}
 	n.Close()
@@ -226,7 +226,7 @@ func TestStateMismatchedNode(t *testing.T) {
 		{"a100-40gb:3", simgpu.DefaultSeed, []string{`"a100-40gb:2"`, `"a100-40gb:3"`}},
 		{"a100-40gb:2", 7, []string{"seed 1", "seed 7"}},
 	} {
-		_, err := simgpu.NewNode(c.spec, simgpu.WithStateFile(path), simgpu.WithSeed(c.seed))
+		_, err := simgpu.NewNode(c.spec, simgpu.WithStateFile(path), simgpu.WithSeed(c.seed), simgpu.WithLogger(quietlog.New()))
 		if err == nil {
 			t.Fatalf("%s seed %d opened a file saved by a100-40gb:2 seed 1", c.spec, c.seed)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/atomicfile"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // savedState makes a state file with two complete instances on GPU 0 and
@@ -89,7 +90,7 @@ func TestStateCorruptFileIsAnError(t *testing.T) {
 				t.Fatal(err)
 			}
 			root := t.TempDir()
-			if _, err := simgpu.NewNode(stateSpec, simgpu.WithStateFile(path), simgpu.WithRoot(root)); err == nil || !strings.Contains(err.Error(), path) {
+			if _, err := simgpu.NewNode(stateSpec, simgpu.WithStateFile(path), simgpu.WithRoot(root), simgpu.WithLogger(quietlog.New())); err == nil || !strings.Contains(err.Error(), path) {
 				t.Fatalf("New on a %s file = %v, want an error naming the file", name, err)
 			}
 			if _, err := simgpu.ReadStateFile(path); err == nil {
@@ -168,7 +169,7 @@ func TestStateUnsavableChangeIsUndone(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := must(t, d, "1g.5gb", gpu.Placement{Start: 0, Size: 1})
-	ref, err := simgpu.NewNode(stateSpec)
+	ref, err := simgpu.NewNode(stateSpec, simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestStateLockHelper(t *testing.T) {
 	if _, err := simgpu.ReadStateFile(path); err != nil {
 		t.Fatalf("reader in another process: %v", err)
 	}
-	_, err := simgpu.NewNode(stateSpec, simgpu.WithStateFile(path))
+	_, err := simgpu.NewNode(stateSpec, simgpu.WithStateFile(path), simgpu.WithLogger(quietlog.New()))
 	if err == nil {
 		t.Fatal("a second process opened the state file for writing")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/telemetry"
 )
 
@@ -49,7 +50,7 @@ func TestShimAgreesWithSimulatedNVML(t *testing.T) {
 	}
 
 	nodeRoot := filepath.Join(work, "node")
-	n, err := simgpu.NewNode("a100-40gb:1", simgpu.WithRoot(nodeRoot))
+	n, err := simgpu.NewNode("a100-40gb:1", simgpu.WithRoot(nodeRoot), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,17 @@
 package ctl
 
 import (
-	"io"
 	"os"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // NewSimNode makes a simulated node whose device files live in a temporary
-// directory that cleanup removes. A bad spec is a UsageError.
-func NewSimNode(spec string, seed int64) (*simgpu.Node, func(), error) {
+// directory that cleanup removes, logging to log. A bad spec is a UsageError.
+func NewSimNode(spec string, seed int64, log logrus.FieldLogger) (*simgpu.Node, func(), error) {
 	if _, err := simgpu.ParseSpec(spec); err != nil {
 		return nil, nil, UsageError{err}
 	}
@@ -19,7 +19,7 @@ func NewSimNode(spec string, seed int64) (*simgpu.Node, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	node, err := simgpu.NewNode(spec, simgpu.WithSeed(seed), simgpu.WithRoot(dir))
+	node, err := simgpu.NewNode(spec, simgpu.WithSeed(seed), simgpu.WithRoot(dir), simgpu.WithLogger(log))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
@@ -28,9 +28,6 @@ func NewSimNode(spec string, seed int64) (*simgpu.Node, func(), error) {
 }
 
 // QuietLogger discards what the partitioner and the agent log while a
-// command narrates on its own.
-func QuietLogger() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
+// command narrates on its own: internal/quietlog's logger, kept for the
+// callers not yet moved to it.
+func QuietLogger() logrus.FieldLogger { return quietlog.New() }

@@ -13,6 +13,7 @@ import (
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // Agent runs an agent whose CDI kind is kind and whose simulated UUIDs come
@@ -23,7 +24,7 @@ func Agent(t testing.TB, kind string, seed int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := simgpu.NewNode("a100-40gb", simgpu.WithSeed(seed), simgpu.WithRoot(filepath.Join(dir, "sim")))
+	node, err := simgpu.NewNode("a100-40gb", simgpu.WithSeed(seed), simgpu.WithRoot(filepath.Join(dir, "sim")), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
