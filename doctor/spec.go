@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,7 +34,9 @@ type SpecOptions struct {
 	// DeviceEdits lets nvcdi make the instances' device edits, as the agent
 	// does on a real driver.
 	DeviceEdits bool
-	Log         logrus.FieldLogger
+	// Log is required: Spec refuses to run without one (muted callers pass
+	// internal/quietlog).
+	Log logrus.FieldLogger
 }
 
 // GPUInfo is one GPU as the adapter sees it; Errors hold what it could not read.
@@ -109,7 +112,7 @@ func Spec(o SpecOptions) (SpecReport, error) {
 		o.DriverRoot = cdi.DefaultDriverRoot
 	}
 	if o.Log == nil {
-		o.Log = logrus.StandardLogger()
+		return SpecReport{}, errors.New("doctor spec: no logger (SpecOptions.Log)")
 	}
 	lib := o.NVML
 	if lib == nil {

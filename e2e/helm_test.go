@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -379,7 +380,12 @@ func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet, agent *c
 	if q := old.Spec.Containers[0].Resources.Limits[res1g5]; q.String() != "1" || old.Annotations[readmit.AnnotationReadmitted] != "" {
 		t.Fatalf("first trainer pod changed: limits %v annotations %v", old.Spec.Containers[0].Resources.Limits, old.Annotations)
 	}
-	marker := readmit.NewMarker(cl.Client, readmit.WithNodeName(k.NodeName), readmit.WithMode(readmit.ModeEvict))
+	markLog := logrus.New()
+	markLog.SetOutput(testWriter{t})
+	marker, err := readmit.NewMarker(cl.Client, readmit.WithNodeName(k.NodeName), readmit.WithMode(readmit.ModeEvict), readmit.WithLogger(markLog))
+	if err != nil {
+		t.Fatal(err)
+	}
 	mark := readmit.Mark{PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
 		FromProfile: "1g.5gb", ToProfile: "2g.10gb", ForecastBytes: 7 << 30, Reason: string(predictor.ReasonTimeToOOM), Fits: true}
 	if out, err := marker.Handle(ctx, mark); err != nil {

@@ -108,9 +108,13 @@ func (st *readmitStack) waitWebhook(t *testing.T) {
 func (st *readmitStack) marker(t *testing.T, node string, opts ...readmit.Option) *readmit.Marker {
 	logger := logrus.New()
 	logger.SetOutput(testWriter{t})
-	return readmit.NewMarker(nodeBoundAgent(t, st.cl, node), append([]readmit.Option{readmit.WithNodeName(node), readmit.WithLogger(logger),
+	m, err := readmit.NewMarker(nodeBoundAgent(t, st.cl, node), append([]readmit.Option{readmit.WithNodeName(node), readmit.WithLogger(logger),
 		readmit.WithEvictBackoff(wait.Backoff{Duration: 300 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second, Steps: 60}),
 		readmit.WithMode(readmit.ModeEvict)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // firstPod waits for the trainer's first pod and checks that the API server

@@ -42,8 +42,12 @@ type EvictionGuard struct {
 
 // NewEvictionGuard returns the handler for the /validate-eviction path;
 // pods reads the pod an eviction targets (needs get on pods).
-func NewEvictionGuard(pods typedcorev1.PodsGetter, opts ...Option) *EvictionGuard {
-	return &EvictionGuard{pods: pods, cfg: newSettings(opts)}
+func NewEvictionGuard(pods typedcorev1.PodsGetter, opts ...Option) (*EvictionGuard, error) {
+	cfg, err := newSettings(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &EvictionGuard{pods: pods, cfg: cfg}, nil
 }
 
 // ServeHTTP answers an AdmissionReview (see Webhook.ServeHTTP).

@@ -41,11 +41,14 @@ type Marker struct {
 }
 
 // NewMarker returns a Marker that talks to the API server through client.
-func NewMarker(client Client, opts ...Option) *Marker {
-	st := newSettings(opts)
+func NewMarker(client Client, opts ...Option) (*Marker, error) {
+	st, err := newSettings(opts)
+	if err != nil {
+		return nil, err
+	}
 	return &Marker{client: client, store: Store{Client: client, ReadByPatch: true}, domain: st.domain, node: st.node,
 		log: st.log, backoff: st.backoff, now: time.Now,
-		mode: st.mode, labelOverride: st.labelOverride, metrics: newMetrics()}
+		mode: st.mode, labelOverride: st.labelOverride, metrics: newMetrics()}, nil
 }
 
 // Client is the part of a Kubernetes clientset readmission uses: pods,

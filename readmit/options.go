@@ -1,6 +1,7 @@
 package readmit
 
 import (
+	"errors"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -24,8 +25,11 @@ type settings struct {
 	labelOverride bool
 }
 
-func newSettings(opts []Option) settings {
-	st := settings{domain: defaults.Domain, log: logrus.StandardLogger(), backoff: DefaultEvictBackoff,
+// errNoLogger is what every constructor refuses to build without.
+var errNoLogger = errors.New("readmit: no logger (WithLogger)")
+
+func newSettings(opts []Option) (settings, error) {
+	st := settings{domain: defaults.Domain, backoff: DefaultEvictBackoff,
 		lookupTimeout: 2 * time.Second, agentUsers: []string{DefaultAgentUser}}
 	for _, o := range opts {
 		o(&st)
@@ -34,7 +38,7 @@ func newSettings(opts []Option) settings {
 		st.domain = defaults.Domain
 	}
 	if st.log == nil {
-		st.log = logrus.StandardLogger()
+		return settings{}, errNoLogger
 	}
 	if st.lookupTimeout <= 0 {
 		st.lookupTimeout = 2 * time.Second
@@ -45,7 +49,7 @@ func newSettings(opts []Option) settings {
 	if len(st.agentUsers) == 0 {
 		st.agentUsers = []string{DefaultAgentUser}
 	}
-	return st
+	return st, nil
 }
 
 // WithDomain sets the resource domain (default defaults.Domain).
@@ -55,7 +59,8 @@ func WithDomain(d string) Option { return func(s *settings) { s.domain = d } }
 // are ignored, and events name it as their source host.
 func WithNodeName(n string) Option { return func(s *settings) { s.node = n } }
 
-// WithLogger sets the logger (default logrus.StandardLogger()).
+// WithLogger sets the logger. It is required: a constructor without one
+// refuses to build (muted callers pass internal/quietlog).
 func WithLogger(l logrus.FieldLogger) Option { return func(s *settings) { s.log = l } }
 
 // WithEvictBackoff sets how a refused (429) eviction is retried (Marker;

@@ -31,8 +31,12 @@ type RecommendationGuard struct {
 
 // NewRecommendationGuard returns the handler for /validate-recommendation;
 // store reads pods and ReplicaSets (get).
-func NewRecommendationGuard(store Store, opts ...Option) *RecommendationGuard {
-	return &RecommendationGuard{store: store, cfg: newSettings(opts)}
+func NewRecommendationGuard(store Store, opts ...Option) (*RecommendationGuard, error) {
+	cfg, err := newSettings(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &RecommendationGuard{store: store, cfg: cfg}, nil
 }
 
 // ServeHTTP answers an AdmissionReview.

@@ -28,8 +28,12 @@ type Webhook struct {
 
 // NewWebhook returns the handler for the /mutate path; recs gives the
 // controllers' recommendations (Store is one).
-func NewWebhook(recs Recommender, opts ...Option) *Webhook {
-	return &Webhook{recs: recs, cfg: newSettings(opts)}
+func NewWebhook(recs Recommender, opts ...Option) (*Webhook, error) {
+	cfg, err := newSettings(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Webhook{recs: recs, cfg: cfg}, nil
 }
 
 // maxReviewBytes bounds a request body: a pod is at most about 1.5 MB in etcd.

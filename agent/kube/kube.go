@@ -142,11 +142,14 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	marker, err := readmit.NewMarker(cs, readmit.WithDomain(cfg.Domain), readmit.WithNodeName(cfg.NodeName),
+		readmit.WithLogger(a.Logger().WithField("component", "readmit")),
+		readmit.WithMode(mode), readmit.WithLabelOverride(cfg.ReadmitModeLabels))
+	if err != nil {
+		return nil, err
+	}
 	l := &link{a: a, log: log, cs: cs, node: cfg.NodeName, demand: src, marks: make(chan agent.Mark, markQueue),
-		failOpens: make(chan failOpen, markQueue),
-		marker: readmit.NewMarker(cs, readmit.WithDomain(cfg.Domain), readmit.WithNodeName(cfg.NodeName),
-			readmit.WithLogger(a.Logger().WithField("component", "readmit")),
-			readmit.WithMode(mode), readmit.WithLabelOverride(cfg.ReadmitModeLabels)),
+		failOpens: make(chan failOpen, markQueue), marker: marker,
 		ends: make(chan agent.End, markQueue), runs: o.runs}
 	if l.runs == nil {
 		l.runs = l.marker

@@ -23,8 +23,8 @@ type certReloader struct {
 	checked time.Time
 }
 
-func newCertReloader(certFile, keyFile string) (*certReloader, error) {
-	r := &certReloader{certFile: certFile, keyFile: keyFile, log: logrus.StandardLogger()}
+func newCertReloader(certFile, keyFile string, log logrus.FieldLogger) (*certReloader, error) {
+	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
 	if err := r.load(); err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/internal/klogrus"
 	"github.com/migpro/migpro/readmit"
 )
 
@@ -57,14 +58,15 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// client-go logs through klog: its lines go to the same logger.
+	klogrus.Route(log)
 	if o.certFile == "" || o.keyFile == "" {
 		return errors.New("--tls-cert and --tls-key are required (the API server calls webhooks over HTTPS only)")
 	}
-	certs, err := newCertReloader(o.certFile, o.keyFile)
+	certs, err := newCertReloader(o.certFile, o.keyFile, log)
 	if err != nil {
 		return err
 	}
-	certs.log = log
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -74,10 +76,22 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
 	}
+	webhook, err := readmit.NewWebhook(readmit.Store{Client: cs}, readmit.WithDomain(o.domain), readmit.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	evictions, err := readmit.NewEvictionGuard(cs.CoreV1(), readmit.WithAgentUsers(o.agentUser), readmit.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	recs, err := readmit.NewRecommendationGuard(readmit.Store{Client: cs}, readmit.WithAgentUsers(o.agentUser), readmit.WithLogger(log))
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mutate", readmit.NewWebhook(readmit.Store{Client: cs}, readmit.WithDomain(o.domain), readmit.WithLogger(log)))
-	mux.Handle("/validate-eviction", readmit.NewEvictionGuard(cs.CoreV1(), readmit.WithAgentUsers(o.agentUser), readmit.WithLogger(log)))
-	mux.Handle("/validate-recommendation", readmit.NewRecommendationGuard(readmit.Store{Client: cs}, readmit.WithAgentUsers(o.agentUser), readmit.WithLogger(log)))
+	mux.Handle("/mutate", webhook)
+	mux.Handle("/validate-eviction", evictions)
+	mux.Handle("/validate-recommendation", recs)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}

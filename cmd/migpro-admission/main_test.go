@@ -22,6 +22,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/internal/cli"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // Every flag the manifest's Deployment passes exists.
@@ -94,7 +95,7 @@ func servedCN(t *testing.T, r *certReloader) string {
 func TestCertReloadOnRotation(t *testing.T) {
 	dir := t.TempDir()
 	writePair(t, dir, "first")
-	r, err := newCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	r, err := newCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), quietlog.New())
 	if err != nil {
 		t.Fatal(err)
 	}
