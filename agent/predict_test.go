@@ -34,8 +34,8 @@ func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 	e.cfg.PollEvery = 5 * time.Millisecond
 	e.cfg.Predictor = compressedTime
 	a := e.start(t)
-	marked := make(chan Mark, 4)
-	a.OnMark(func(m Mark) { marked <- m })
+	marked := make(chan predictor.Mark, 4)
+	a.OnMark(func(m predictor.Mark) { marked <- m })
 	c := runAgent(t, a)
 	ctx := context.Background()
 	grow, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb"})
@@ -71,7 +71,7 @@ func TestGrowingContainerIsMarkedBeforeOOM(t *testing.T) {
 	t.Logf("marked at %.0f%% of capacity, recommending %s", 100*float64(markedAt)/float64(capacity), d.Profile)
 	select {
 	case m := <-marked:
-		if m.Container.ID != "grower" || m.UUID != grow.UUID || m.Profile != "1g.5gb" || m.Decision.Profile != d.Profile {
+		if m.ContainerID != "grower" || m.InstanceUUID != grow.UUID || m.InstanceProfile != "1g.5gb" || m.Profile != d.Profile {
 			t.Fatalf("OnMark got %+v", m)
 		}
 	case <-time.After(5 * time.Second):
@@ -137,14 +137,14 @@ func registerWith(t *testing.T, socket string, reg map[string]any) telemetryapi.
 	return ep
 }
 
-func getMarks(t *testing.T, socket string) map[string]predictor.Decision {
+func getMarks(t *testing.T, socket string) map[string]predictor.Mark {
 	t.Helper()
 	resp, err := unixHTTP(socket).Get("http://agent/v1/marks")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var m map[string]predictor.Decision
+	var m map[string]predictor.Mark
 	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
 		t.Fatal(fmt.Errorf("decode marks: %w", err))
 	}
@@ -311,7 +311,7 @@ type endsWhileJudging struct {
 	marked bool
 }
 
-func (p *endsWhileJudging) Observe(id string, s predictor.Sample) (predictor.Decision, bool) {
+func (p *endsWhileJudging) Observe(id string, s predictor.Sample) (predictor.Mark, bool) {
 	d, marked := p.predictors.Observe(id, s)
 	if marked && !p.marked {
 		p.marked = true

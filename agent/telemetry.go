@@ -32,8 +32,8 @@ type watch struct {
 
 	mu      sync.Mutex
 	started map[string]*watched
-	marks   map[string]predictor.Decision
-	onMark  []func(Mark)
+	marks   map[string]predictor.Mark
+	onMark  []func(predictor.Mark)
 	onEnd   []func(End)
 	// failOpen waits for svc, made when the agent opens.
 	failOpen []func(telemetry.Registration, string)
@@ -43,7 +43,7 @@ type watch struct {
 // newWatch is the watch of an agent not open yet: subscribers may join
 // before Run; startTelemetry gives it its service.
 func newWatch(a *Agent) *watch {
-	return &watch{a: a, tracker: predictor.NewTracker(), started: map[string]*watched{}, marks: map[string]predictor.Decision{}}
+	return &watch{a: a, tracker: predictor.NewTracker(), started: map[string]*watched{}, marks: map[string]predictor.Mark{}}
 }
 
 // SetPredictorHints gives the agent a source of what a container's
@@ -90,24 +90,14 @@ func (w *watch) applyHints(id string) {
 // being judged.
 type predictors interface {
 	Start(id string, cfg predictor.Config) error
-	Observe(id string, s predictor.Sample) (predictor.Decision, bool)
+	Observe(id string, s predictor.Sample) (predictor.Mark, bool)
 	Stop(id string) (peak uint64, ok bool)
 }
 
-// Mark is a container the predictor expects to run out of memory on its
-// instance, with what readmission needs: who the container is, where it
-// runs, and the profile to move it to.
-type Mark struct {
-	Container telemetry.Registration `json:"container"`
-	// UUID and Profile are the instance it runs on now.
-	UUID     string             `json:"uuid"`
-	Profile  string             `json:"profile"`
-	Decision predictor.Decision `json:"decision"`
-}
-
-// OnMark subscribes fn to every mark; it runs once per container, off the
-// telemetry ingest path. Call it before Run.
-func (a *Agent) OnMark(fn func(Mark)) {
+// OnMark subscribes fn to every mark, with who the container is and where it
+// runs filled in (predictor.Mark's ContainerID, pod identity and instance); it
+// runs once per container, off the telemetry ingest path. Call it before Run.
+func (a *Agent) OnMark(fn func(predictor.Mark)) {
 	if a.watch == nil {
 		return
 	}
@@ -212,7 +202,7 @@ func (w *watch) onUsage(id string, u telemetry.Usage) {
 			return // the container ended meanwhile: its mark has no one to move
 		}
 		w.marks[id] = d
-		subs := append([]func(Mark){}, w.onMark...)
+		subs := append([]func(predictor.Mark){}, w.onMark...)
 		w.mu.Unlock()
 		w.a.metrics.marks.Inc()
 		w.a.log.WithFields(logrus.Fields{"container": id, "reason": d.Reason, "forecast": d.Forecast, "profile": d.Profile}).
@@ -242,13 +232,15 @@ func (w *watch) used(u telemetry.Usage) uint64 {
 }
 
 // notifyMark hands a mark to the subscribers with the container's identity.
-func (w *watch) notifyMark(id string, d predictor.Decision, subs []func(Mark)) {
-	m := Mark{Decision: d}
-	m.Container, _ = w.svc.Registration(id)
-	if len(m.Container.MIGUUIDs) > 0 {
-		m.UUID = m.Container.MIGUUIDs[0]
-		if in, err := w.a.part.Find(m.UUID); err == nil {
-			m.Profile = in.Profile
+func (w *watch) notifyMark(id string, m predictor.Mark, subs []func(predictor.Mark)) {
+	m.ContainerID = id
+	if reg, ok := w.svc.Registration(id); ok {
+		m.PodNamespace, m.PodName, m.PodUID, m.ContainerName = reg.PodNamespace, reg.PodName, reg.PodUID, reg.ContainerName
+		if len(reg.MIGUUIDs) > 0 {
+			m.InstanceUUID = reg.MIGUUIDs[0]
+			if in, err := w.a.part.Find(m.InstanceUUID); err == nil {
+				m.InstanceProfile = in.Profile
+			}
 		}
 	}
 	for _, fn := range subs {

@@ -47,7 +47,7 @@ func wireInstance(in partitioner.Instance) client.StatusInstance {
 	}
 }
 
-func wireMark(d predictor.Decision) client.Mark {
+func wireMark(d predictor.Mark) client.Mark {
 	return client.Mark{
 		Reason: string(d.Reason), At: d.At, Samples: d.Samples, Forecast: d.Forecast, Confidence: d.Confidence,
 		Horizon: d.Horizon, TimeToOOM: d.TimeToOOM, Profile: d.Profile, Fits: d.Fits,

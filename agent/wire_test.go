@@ -47,9 +47,9 @@ func TestWireConversion(t *testing.T) {
 		"status-whole-gpu": client.Status{GPUs: wireGPUs(gpus[:1]), Reserved: wireReservation(&partitioner.Reservation{GPU: 0, Profile: "7g.40gb"})},
 		"status-empty":     client.Status{GPUs: wireGPUs(nil), Reserved: wireReservation(nil)},
 		"marks": map[string]client.Mark{
-			"c1": wireMark(predictor.Decision{Reason: predictor.ReasonHorizon, At: 12.5, Samples: 40, Forecast: 5100273664, Confidence: 0.97,
+			"c1": wireMark(predictor.Mark{Reason: predictor.ReasonHorizon, At: 12.5, Samples: 40, Forecast: 5100273664, Confidence: 0.97,
 				Horizon: 300, TimeToOOM: 42.25, Profile: "2g.20gb", Fits: true}),
-			"c2": wireMark(predictor.Decision{Reason: predictor.ReasonOverCapacity, At: 3, Samples: 2}),
+			"c2": wireMark(predictor.Mark{Reason: predictor.ReasonOverCapacity, At: 3, Samples: 2}),
 		},
 	}
 	for name, v := range values {

@@ -386,8 +386,8 @@ func helmReadmit(t *testing.T, cl *harness.Cluster, k *harness.Kubelet, agent *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark := readmit.Mark{PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
-		FromProfile: "1g.5gb", ToProfile: "2g.10gb", ForecastBytes: 7 << 30, Reason: string(predictor.ReasonTimeToOOM), Fits: true}
+	mark := predictor.Mark{PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
+		InstanceProfile: "1g.5gb", Profile: "2g.10gb", Forecast: 7 << 30, Reason: predictor.ReasonTimeToOOM, Fits: true}
 	if out, err := marker.Handle(ctx, mark); err != nil {
 		t.Fatalf("mark: %+v %v", out, err)
 	}

@@ -17,11 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/readmit"
-	"github.com/migpro/migpro/telemetry"
 )
 
 func TestReadmitAdvise(t *testing.T) {
@@ -38,12 +36,9 @@ func TestReadmitAdvise(t *testing.T) {
 	marker := st.marker(t, readmitNode, readmit.WithMode(readmit.ModeAdvise))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(marker.Collectors()...)
-	mark := toReadmitMark(agent.Mark{
-		Container: telemetry.Registration{ID: "c1", MIGUUIDs: []string{"MIG-e2e"}, PodNamespace: old.Namespace,
-			PodName: old.Name, PodUID: string(old.UID), ContainerName: "main"},
-		UUID: "MIG-e2e", Profile: "1g.5gb",
-		Decision: predictor.Decision{Reason: predictor.ReasonTimeToOOM, Forecast: 7 << 30, Profile: "2g.10gb", Fits: true},
-	})
+	mark := predictor.Mark{Reason: predictor.ReasonTimeToOOM, Forecast: 7 << 30, Profile: "2g.10gb", Fits: true,
+		ContainerID: "c1", PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
+		InstanceUUID: "MIG-e2e", InstanceProfile: "1g.5gb"}
 	out, err := marker.Handle(ctx, mark)
 	if err != nil || !out.Advised || out.Evicted || out.Mode != readmit.ModeAdvise {
 		t.Fatalf("advise: %+v %v", out, err)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/readmit"
 )
 
@@ -78,9 +79,9 @@ func TestReadmitJob(t *testing.T) {
 	}
 }
 
-func jobMark(p *corev1.Pod) readmit.Mark {
-	return readmit.Mark{PodNamespace: p.Namespace, PodName: p.Name, PodUID: string(p.UID), ContainerName: "main",
-		FromProfile: "1g.5gb", ToProfile: "2g.10gb", ForecastBytes: 7 << 30, Reason: "time-to-oom-within-lead", Fits: true}
+func jobMark(p *corev1.Pod) predictor.Mark {
+	return predictor.Mark{PodNamespace: p.Namespace, PodName: p.Name, PodUID: string(p.UID), ContainerName: "main",
+		InstanceProfile: "1g.5gb", Profile: "2g.10gb", Forecast: 7 << 30, Reason: predictor.ReasonTimeToOOM, Fits: true}
 }
 
 // createJob creates a Job of one pod on readmitNode asking for 1g.5gb, with

@@ -25,12 +25,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/readmit"
-	"github.com/migpro/migpro/telemetry"
 )
 
 const (
@@ -39,14 +37,6 @@ const (
 	res1g5      = "nvidia.com/mig-1g.5gb"
 	res2g10     = "nvidia.com/mig-2g.10gb"
 )
-
-// toReadmitMark is how the agent hands its mark to the Marker (the lines
-// docs/readmit.md gives for agent wiring).
-func toReadmitMark(m agent.Mark) readmit.Mark {
-	return readmit.Mark{PodNamespace: m.Container.PodNamespace, PodName: m.Container.PodName, PodUID: m.Container.PodUID,
-		ContainerName: m.Container.ContainerName, FromProfile: m.Profile, ToProfile: m.Decision.Profile,
-		ForecastBytes: m.Decision.Forecast, Reason: string(m.Decision.Reason), Fits: m.Decision.Fits}
-}
 
 // TestReadmit runs the readmission without a kubelet: the test reports the
 // pod Running and Ready, which the PDB needs (the Eviction API ignores PDBs
@@ -65,12 +55,9 @@ func TestReadmit(t *testing.T) {
 	old = reportRunning(t, cl.Client, old)
 
 	marker := st.marker(t, readmitNode)
-	mark := toReadmitMark(agent.Mark{
-		Container: telemetry.Registration{ID: "c1", MIGUUIDs: []string{"MIG-e2e"}, PodNamespace: old.Namespace,
-			PodName: old.Name, PodUID: string(old.UID), ContainerName: "main"},
-		UUID: "MIG-e2e", Profile: "1g.5gb",
-		Decision: predictor.Decision{Reason: predictor.ReasonTimeToOOM, Forecast: 7 << 30, Profile: "2g.10gb", Fits: true},
-	})
+	mark := predictor.Mark{Reason: predictor.ReasonTimeToOOM, Forecast: 7 << 30, Profile: "2g.10gb", Fits: true,
+		ContainerID: "c1", PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
+		InstanceUUID: "MIG-e2e", InstanceProfile: "1g.5gb"}
 	evictPastPDB(t, cl, marker, mark, old)
 	st.checkReplacement(t, cl, old)
 
@@ -127,7 +114,7 @@ func createTrainer(t *testing.T, cl *harness.Cluster, node string, hostNetwork b
 // evictPastPDB runs the Marker on mark while a PDB allows no disruption: it
 // must store the recommendation, annotate, report the refusal and keep
 // retrying; once the PDB is deleted it must evict the pod.
-func evictPastPDB(t *testing.T, cl *harness.Cluster, marker *readmit.Marker, mark readmit.Mark, old *corev1.Pod) {
+func evictPastPDB(t *testing.T, cl *harness.Cluster, marker *readmit.Marker, mark predictor.Mark, old *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
 	minAvail := intstr.FromInt32(1)
@@ -274,12 +261,9 @@ func TestReadmitKubelet(t *testing.T) {
 	in := waitInstanceOf(t, a, old.Name, "1g.5gb")
 
 	marker := st.marker(t, k.NodeName)
-	mark := toReadmitMark(agent.Mark{
-		Container: telemetry.Registration{ID: "c1", MIGUUIDs: []string{in.UUID}, PodNamespace: old.Namespace,
-			PodName: old.Name, PodUID: string(old.UID), ContainerName: "main"},
-		UUID: in.UUID, Profile: in.Profile,
-		Decision: predictor.Decision{Reason: predictor.ReasonTimeToOOM, Forecast: 7 << 30, Profile: "2g.10gb", Fits: true},
-	})
+	mark := predictor.Mark{Reason: predictor.ReasonTimeToOOM, Forecast: 7 << 30, Profile: "2g.10gb", Fits: true,
+		ContainerID: "c1", PodNamespace: old.Namespace, PodName: old.Name, PodUID: string(old.UID), ContainerName: "main",
+		InstanceUUID: in.UUID, InstanceProfile: in.Profile}
 	evictPastPDB(t, cl, marker, mark, old)
 	repl := st.checkReplacement(t, cl, old)
 	waitRunningOn(t, cl.Client, repl.Name, k.NodeName)

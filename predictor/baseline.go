@@ -21,9 +21,9 @@ type baseline struct {
 	converged bool
 }
 
-func (b *baseline) step(p *Predictor, s Sample) (Decision, bool) {
+func (b *baseline) step(p *Predictor, s Sample) (Mark, bool) {
 	if b.converged {
-		return Decision{}, false
+		return Mark{}, false
 	}
 	b.used.add(s.T, p.peak)
 	if s.Requested == 0 {
@@ -33,7 +33,7 @@ func (b *baseline) step(p *Predictor, s Sample) (Decision, bool) {
 		b.ratio.add(s.T, float64(s.Used)/float64(s.Requested))
 	}
 	if p.n < p.cfg.MinSamples {
-		return Decision{}, false
+		return Mark{}, false
 	}
 	upper, central, sd := b.bound(p, p.cfg.Horizon)
 	w := p.cfg.ConvergeWindow
@@ -42,7 +42,7 @@ func (b *baseline) step(p *Predictor, s Sample) (Decision, bool) {
 	if b.nRecent < w {
 		b.nRecent++
 		if b.nRecent < w {
-			return Decision{}, false
+			return Mark{}, false
 		}
 	}
 	lo, hi, sum := b.recent[0], b.recent[0], 0.0
@@ -51,14 +51,14 @@ func (b *baseline) step(p *Predictor, s Sample) (Decision, bool) {
 	}
 	mean := sum / float64(w)
 	if mean <= 0 || (hi-lo)/mean > p.cfg.ConvergeTol {
-		return Decision{}, false
+		return Mark{}, false
 	}
 	b.converged = true
 	capacity := float64(p.cfg.Capacity)
 	if upper <= capacity {
-		return Decision{}, false
+		return Mark{}, false
 	}
-	return Decision{
+	return Mark{
 		Reason:     ReasonHorizon,
 		Forecast:   toBytes(upper),
 		Confidence: exceedProb(central, sd, capacity),

@@ -28,7 +28,7 @@ func loadSeries(rate, call, top float64, n int) []Sample {
 func TestBulkRiseIsReadAsALoad(t *testing.T) {
 	const capacity = 10 << 30
 	const top = capacity - 512<<20 - 1200<<20
-	run := func(s []Sample, noGate bool) (Decision, bool) {
+	run := func(s []Sample, noGate bool) (Mark, bool) {
 		p, err := New(ForSeconds(Config{Capacity: capacity, NoBulkGate: noGate}))
 		if err != nil {
 			t.Fatal(err)

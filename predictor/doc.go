@@ -2,7 +2,7 @@
 // series and decides, once, when it must move to a larger MIG profile.
 //
 // A Predictor follows one container. Observe takes one sample in O(1) time
-// and without allocating, and returns a Decision exactly once: on the sample
+// and without allocating, and returns a Mark exactly once: on the sample
 // where the container is marked. Two algorithms share that interface:
 //
 //   - Baseline is the plain algorithm: a least-squares line through the
@@ -22,7 +22,7 @@
 // allocations; pass the shim's latest requested bytes as Requested, with t
 // in seconds since the container registered, and pass the Config through
 // ForSeconds, since such a series includes model loading. On a mark,
-// annotate and evict the pod with Decision.Profile as the readmission
+// annotate and evict the pod with Mark.Profile as the readmission
 // profile; when the container ends, Stop returns its peak for the
 // estimator's history.
 //

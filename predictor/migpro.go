@@ -136,7 +136,7 @@ func (m *migpro) rebuild() {
 	m.sinceR = 0
 }
 
-func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
+func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 	if p.newBin {
 		m.push(s.T, p.peak, p.binRaw, p.allocs)
 	} else {
@@ -150,7 +150,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 	}
 	if p.bins < p.cfg.MinSamples {
 		m.streak = 0
-		return Decision{}, false
+		return Mark{}, false
 	}
 	for i := range p.cfg.Scales {
 		sc := &m.sc[i]
@@ -168,11 +168,11 @@ func (m *migpro) step(p *Predictor, s Sample) (Decision, bool) {
 	}
 	// No reset here: a bin without a hit breaks the run of consecutive bins
 	// above, however many samples it holds.
-	return Decision{}, false
+	return Mark{}, false
 }
 
 // persist counts consecutive bins with a hit and marks after Persist.
-func (m *migpro) persist(p *Predictor, sc *scale, now float64, v verdict) (Decision, bool) {
+func (m *migpro) persist(p *Predictor, sc *scale, now float64, v verdict) (Mark, bool) {
 	if p.bin != m.hitBin {
 		if p.bin == m.hitBin+1 {
 			m.streak++
@@ -182,7 +182,7 @@ func (m *migpro) persist(p *Predictor, sc *scale, now float64, v verdict) (Decis
 		m.hitBin = p.bin
 	}
 	if m.streak < p.cfg.Persist {
-		return Decision{}, false
+		return Mark{}, false
 	}
 	return m.decide(p, sc, now, v)
 }
@@ -344,8 +344,8 @@ func (m *migpro) risesEachQuarter(sc *scale, a float64) bool {
 // decide builds the mark. Forecast is the upper bound at the target;
 // Confidence is the fitted chance that usage exceeds capacity at riskAt (the
 // horizon, or the end of the lead time).
-func (m *migpro) decide(p *Predictor, sc *scale, now float64, v verdict) (Decision, bool) {
-	d := Decision{Reason: v.reason, Forecast: toBytes(p.peak), Confidence: 1}
+func (m *migpro) decide(p *Predictor, sc *scale, now float64, v verdict) (Mark, bool) {
+	d := Mark{Reason: v.reason, Forecast: toBytes(p.peak), Confidence: 1}
 	f := &sc.fit
 	if v.saw {
 		f = &m.saw.fit

@@ -31,7 +31,7 @@ type Predictor struct {
 	allocs float64
 
 	marked   bool
-	decision Decision
+	decision Mark
 
 	alg algorithm
 }
@@ -39,7 +39,7 @@ type Predictor struct {
 // algorithm is one way of reading the peak series. step sees every accepted
 // sample after the common bookkeeping and may return a mark.
 type algorithm interface {
-	step(p *Predictor, s Sample) (Decision, bool)
+	step(p *Predictor, s Sample) (Mark, bool)
 	forecast(p *Predictor, t float64) (float64, bool)
 }
 
@@ -69,10 +69,10 @@ const maxAbsT = 1e20
 // can act on the boolean without its own latch. Samples whose T is NaN, out of
 // range or goes backwards are dropped and counted, never fatal: telemetry is
 // untrusted.
-func (p *Predictor) Observe(s Sample) (Decision, bool) {
+func (p *Predictor) Observe(s Sample) (Mark, bool) {
 	if !(math.Abs(s.T) <= maxAbsT) || (p.n > 0 && s.T < p.last) {
 		p.dropped++
-		return Decision{}, false
+		return Mark{}, false
 	}
 	if p.n == 0 {
 		p.first = s.T
@@ -95,7 +95,7 @@ func (p *Predictor) Observe(s Sample) (Decision, bool) {
 	}
 	d, ok := p.alg.step(p, s)
 	if p.marked || !ok {
-		return Decision{}, false
+		return Mark{}, false
 	}
 	d.At, d.Samples = s.T, p.n
 	p.recommend(&d)
@@ -104,7 +104,7 @@ func (p *Predictor) Observe(s Sample) (Decision, bool) {
 }
 
 // Marked returns the decision once the container has been marked.
-func (p *Predictor) Marked() (Decision, bool) { return p.decision, p.marked }
+func (p *Predictor) Marked() (Mark, bool) { return p.decision, p.marked }
 
 // Forecast returns the algorithm's estimate of the peak at time t, and false
 // while it has too few samples to fit. For the baseline this is its bound's
@@ -125,7 +125,7 @@ func (p *Predictor) Dropped() int { return p.dropped }
 // Peak is the largest Used seen so far.
 func (p *Predictor) Peak() uint64 { return uint64(p.peak) }
 
-func (p *Predictor) recommend(d *Decision) {
+func (p *Predictor) recommend(d *Mark) {
 	if len(p.cfg.Profiles) == 0 {
 		return
 	}

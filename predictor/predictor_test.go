@@ -22,10 +22,10 @@ func mustNew(t testing.TB, cfg predictor.Config) *predictor.Predictor {
 
 // feed observes used(i) for t = 1..n and returns the t of the single mark
 // (0 if none), failing if Observe reports a mark twice.
-func feed(t *testing.T, p *predictor.Predictor, n int, used func(i int) float64) (float64, predictor.Decision) {
+func feed(t *testing.T, p *predictor.Predictor, n int, used func(i int) float64) (float64, predictor.Mark) {
 	t.Helper()
 	var at float64
-	var dec predictor.Decision
+	var dec predictor.Mark
 	for i := 1; i <= n; i++ {
 		d, ok := p.Observe(predictor.Sample{T: float64(i), Used: uint64(used(i))})
 		if ok && at != 0 {

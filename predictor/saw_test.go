@@ -25,7 +25,7 @@ func sawSeries(grow, acts float64, n int) []Sample {
 // same sawtooth on a flat base is never marked.
 func TestSawtoothGrowth(t *testing.T) {
 	const capacity = 10 << 30
-	run := func(s []Sample, noSaw bool) (Decision, bool, float64) {
+	run := func(s []Sample, noSaw bool) (Mark, bool, float64) {
 		p, err := New(ForSeconds(Config{Capacity: capacity, NoSawtooth: noSaw}))
 		if err != nil {
 			t.Fatal(err)

@@ -35,12 +35,12 @@ func (t *Tracker) Start(id string, cfg Config) error {
 
 // Observe feeds one sample to a container's predictor. Samples for untracked
 // containers are ignored: telemetry may race with Start and Stop.
-func (t *Tracker) Observe(id string, s Sample) (Decision, bool) {
+func (t *Tracker) Observe(id string, s Sample) (Mark, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := t.m[id]
 	if !ok {
-		return Decision{}, false
+		return Mark{}, false
 	}
 	return p.Observe(s)
 }
@@ -59,11 +59,11 @@ func (t *Tracker) Stop(id string) (peak uint64, ok bool) {
 }
 
 // Marked returns a tracked container's decision, if it has been marked.
-func (t *Tracker) Marked(id string) (Decision, bool) {
+func (t *Tracker) Marked(id string) (Mark, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if p, ok := t.m[id]; ok {
 		return p.Marked()
 	}
-	return Decision{}, false
+	return Mark{}, false
 }

@@ -9,20 +9,22 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migpro/migpro/predictor"
 )
 
 // advise is Handle in advise mode, after the annotation: the recommendation
 // is stored as advised (the webhook does not apply it), an Event says what
 // evict mode would have done, and the advised counter goes up. Nothing is
 // evicted.
-func (m *Marker) advise(ctx context.Context, pod *corev1.Pod, mk Mark, what string, out Outcome) (Outcome, error) {
+func (m *Marker) advise(ctx context.Context, pod *corev1.Pod, mk predictor.Mark, what string, out Outcome) (Outcome, error) {
 	out.Advised = true
 	m.advised.add(advisedKey(pod.Namespace, pod.Name, string(pod.UID), mk.ContainerName))
 	m.metrics.Advised.Inc()
 	msg := fmt.Sprintf("%s; recommended %s", what, out.To)
 	if ctrl := metav1.GetControllerOf(pod); ctrl != nil {
 		out.Controller = m.store.Owner(ctx, pod.Namespace, Controller{APIVersion: ctrl.APIVersion, Kind: ctrl.Kind, Name: ctrl.Name, UID: ctrl.UID})
-		rule := Rule{Container: mk.ContainerName, From: out.From, To: out.To, ForecastBytes: mk.ForecastBytes, Reason: mk.Reason,
+		rule := Rule{Container: mk.ContainerName, From: out.From, To: out.To, ForecastBytes: mk.Forecast, Reason: string(mk.Reason),
 			Pod: pod.Name, PodUID: pod.UID, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second), Advised: true}
 		var err error
 		if out.Recorded, err = m.store.Record(ctx, pod.Namespace, out.Controller, rule); err != nil {

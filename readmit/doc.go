@@ -33,6 +33,7 @@
 // the node its token is bound to, so that limit is the API server's, not the
 // agent's code.
 //
-// The package does not import the agent: the agent converts its own mark into
-// a readmit.Mark (see docs/readmit.md for the wiring).
+// The package does not import the agent: both take the predictor's mark
+// (predictor.Mark), which the agent fills with the pod identity and instance
+// (see docs/readmit.md for the wiring).
 package readmit

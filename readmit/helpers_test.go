@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/migpro/migpro/internal/quietlog"
+	"github.com/migpro/migpro/predictor"
 )
 
 const (
@@ -59,9 +60,9 @@ func testPod(owned bool) *corev1.Pod {
 	return p
 }
 
-func testMark() Mark {
-	return Mark{PodNamespace: ns, PodName: rsName + "-abcde", PodUID: string(podUID), ContainerName: "main",
-		FromProfile: "1g.5gb", ToProfile: "2g.10gb", ForecastBytes: 7 * gib, Reason: "time-to-oom-within-lead", Fits: true}
+func testMark() predictor.Mark {
+	return predictor.Mark{PodNamespace: ns, PodName: rsName + "-abcde", PodUID: string(podUID), ContainerName: "main",
+		InstanceProfile: "1g.5gb", Profile: "2g.10gb", Forecast: 7 * gib, Reason: predictor.ReasonTimeToOOM, Fits: true}
 }
 
 var fastBackoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 5}

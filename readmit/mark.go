@@ -3,33 +3,22 @@ package readmit
 import (
 	"errors"
 	"time"
+
+	"github.com/migpro/migpro/predictor"
 )
 
-// Mark is what the Marker needs from a predictor mark: which container of
-// which pod, the profile it runs on, and the one it should move to. The agent
-// fills it from its own agent.Mark.
-type Mark struct {
-	PodNamespace  string
-	PodName       string
-	PodUID        string // optional; when set, a mark for an older pod of that name is ignored
-	ContainerName string
-	// FromProfile is the instance's profile now, e.g. "1g.5gb"; optional
-	// when the container requests a single MIG resource.
-	FromProfile string
-	// ToProfile is the recommended profile; empty when even the largest
-	// profile is too small (Fits false).
-	ToProfile string
-	// ForecastBytes is the predicted peak; Reason is the predictor's reason.
-	ForecastBytes uint64
-	Reason        string
-	Fits          bool
-}
+// The Marker takes the predictor's own mark (predictor.Mark) as the agent
+// hands it on: which container of which pod (PodNamespace, PodName, PodUID,
+// ContainerName), the profile it runs on (InstanceProfile; optional when the
+// container requests a single MIG resource), the one it should move to
+// (Profile; empty when even the largest profile is too small, Fits false),
+// the predicted peak (Forecast) and the predictor's Reason.
 
 // errNoPod is returned for a mark without pod identity (a container not run
 // by Kubernetes); Handle ignores such marks.
 var errNoPod = errors.New("mark has no pod identity")
 
-func (m Mark) validate() error {
+func validateMark(m predictor.Mark) error {
 	if m.PodNamespace == "" || m.PodName == "" {
 		return errNoPod
 	}

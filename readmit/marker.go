@@ -19,6 +19,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/predictor"
 )
 
 // Marker acts on predictor marks for pods: annotation, Event,
@@ -77,9 +78,9 @@ type Outcome struct {
 // Handle acts on one mark. It is idempotent: a second call for the same pod
 // finds the annotation, the recommendation and the events already there,
 // and the pod already evicted (or gone).
-func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
+func (m *Marker) Handle(ctx context.Context, mk predictor.Mark) (Outcome, error) {
 	var out Outcome
-	if err := mk.validate(); err != nil {
+	if err := validateMark(mk); err != nil {
 		out.Ignored = err.Error()
 		return out, nil
 	}
@@ -88,7 +89,7 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		return out, nil
 	}
 	log := m.log.WithFields(logrus.Fields{"pod": mk.PodNamespace + "/" + mk.PodName, "container": mk.ContainerName,
-		"profile": mk.FromProfile, "to_profile": mk.ToProfile})
+		"profile": mk.InstanceProfile, "to_profile": mk.Profile})
 	pod, err := m.client.CoreV1().Pods(mk.PodNamespace).Get(ctx, mk.PodName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -111,8 +112,8 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		return out, nil
 	}
 	out.From = from
-	if mk.ToProfile != "" && mk.Fits {
-		out.To = defaults.ResourceName(m.domain, mk.ToProfile)
+	if mk.Profile != "" && mk.Fits {
+		out.To = defaults.ResourceName(m.domain, mk.Profile)
 	}
 	if out.To == from {
 		out.Ignored = "recommended profile is the current one"
@@ -124,7 +125,7 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 	} else if err != nil {
 		return out, err
 	}
-	what := fmt.Sprintf("container %s is predicted to need %s on %s", mk.ContainerName, formatBytes(mk.ForecastBytes), from)
+	what := fmt.Sprintf("container %s is predicted to need %s on %s", mk.ContainerName, formatBytes(mk.Forecast), from)
 	if out.To == "" {
 		m.event(ctx, pod, corev1.EventTypeWarning, ReasonPredictedOOM, what+"; no larger MIG profile fits: not evicted")
 		log.Warn("readmit: predicted out of memory, and no profile fits: pod left running")
@@ -157,8 +158,8 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 		out.Ignored = reason
 		return out, nil
 	}
-	rule := Rule{Container: mk.ContainerName, From: from, To: out.To, ForecastBytes: mk.ForecastBytes,
-		Reason: mk.Reason, Pod: pod.Name, PodUID: pod.UID, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second)}
+	rule := Rule{Container: mk.ContainerName, From: from, To: out.To, ForecastBytes: mk.Forecast,
+		Reason: string(mk.Reason), Pod: pod.Name, PodUID: pod.UID, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second)}
 	if out.Recorded, err = m.store.Record(ctx, pod.Namespace, out.Controller, rule); err != nil {
 		// Without the recommendation the replacement would ask for the same
 		// profile: evicting would only restart the OOM.
@@ -207,7 +208,7 @@ func (m *Marker) Handle(ctx context.Context, mk Mark) (Outcome, error) {
 
 // fromResource is the MIG resource the marked container asks for: the one
 // of the mark's profile, or the container's only MIG resource.
-func (m *Marker) fromResource(pod *corev1.Pod, mk Mark) (string, error) {
+func (m *Marker) fromResource(pod *corev1.Pod, mk predictor.Mark) (string, error) {
 	var c *corev1.Container
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == mk.ContainerName {
@@ -226,8 +227,8 @@ func (m *Marker) fromResource(pod *corev1.Pod, mk Mark) (string, error) {
 		}
 	}
 	sort.Strings(names)
-	if mk.FromProfile != "" {
-		want := defaults.ResourceName(m.domain, mk.FromProfile)
+	if mk.InstanceProfile != "" {
+		want := defaults.ResourceName(m.domain, mk.InstanceProfile)
 		if contains(names, want) {
 			return want, nil
 		}
@@ -243,14 +244,14 @@ var errPodGone = errors.New("readmit: pod is gone")
 
 // annotate sets AnnotationPredictedOOM with a merge patch, unless the pod
 // already carries the same prediction.
-func (m *Marker) annotate(ctx context.Context, pod *corev1.Pod, mk Mark, from, to string, mode Mode) error {
+func (m *Marker) annotate(ctx context.Context, pod *corev1.Pod, mk predictor.Mark, from, to string, mode Mode) error {
 	var old PredictedOOM
 	if json.Unmarshal([]byte(pod.Annotations[AnnotationPredictedOOM]), &old) == nil &&
 		old.Container == mk.ContainerName && old.From == from && old.To == to && old.Mode == mode {
 		return nil
 	}
-	v, err := json.Marshal(PredictedOOM{Container: mk.ContainerName, From: from, To: to, ForecastBytes: mk.ForecastBytes,
-		Reason: mk.Reason, Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second), Mode: mode})
+	v, err := json.Marshal(PredictedOOM{Container: mk.ContainerName, From: from, To: to, ForecastBytes: mk.Forecast,
+		Reason: string(mk.Reason), Node: pod.Spec.NodeName, At: m.now().UTC().Truncate(time.Second), Mode: mode})
 	if err != nil {
 		return err
 	}

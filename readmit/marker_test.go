@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/migpro/migpro/predictor"
 )
 
 func TestHandleRecordsAndEvicts(t *testing.T) {
@@ -192,19 +194,19 @@ func TestHandleIgnores(t *testing.T) {
 	other := testPod(true)
 	other.Spec.NodeName = "elsewhere"
 	noFit := testMark()
-	noFit.ToProfile, noFit.Fits = "", false
+	noFit.Profile, noFit.Fits = "", false
 	sameProfile := testMark()
-	sameProfile.ToProfile = "1g.5gb"
+	sameProfile.Profile = "1g.5gb"
 	wrongUID := testMark()
 	wrongUID.PodUID = "older"
 	noPod := testMark()
 	noPod.PodName = ""
 	wrongProfile := testMark()
-	wrongProfile.FromProfile = "4g.20gb"
+	wrongProfile.InstanceProfile = "4g.20gb"
 	for _, tc := range []struct {
 		name     string
 		pod      *corev1.Pod
-		mark     Mark
+		mark     predictor.Mark
 		ignored  string
 		annotate bool
 	}{

@@ -30,14 +30,14 @@ func (a *AgentClient) Alloc(ctx context.Context, profile, owner string) (Instanc
 func (a *AgentClient) Free(ctx context.Context, name string) error { return a.c.Free(ctx, name) }
 
 // Marks reads GET /v1/marks.
-func (a *AgentClient) Marks(ctx context.Context) (map[string]predictor.Decision, error) {
+func (a *AgentClient) Marks(ctx context.Context) (map[string]predictor.Mark, error) {
 	m, err := a.c.Marks(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]predictor.Decision, len(m))
+	out := make(map[string]predictor.Mark, len(m))
 	for id, w := range m {
-		out[id] = predictor.Decision{
+		out[id] = predictor.Mark{
 			Reason: predictor.Reason(w.Reason), At: w.At, Samples: w.Samples, Forecast: w.Forecast, Confidence: w.Confidence,
 			Horizon: w.Horizon, TimeToOOM: w.TimeToOOM, Profile: w.Profile, Fits: w.Fits,
 		}

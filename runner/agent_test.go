@@ -77,7 +77,7 @@ func TestAgentClientAgainstTheLocalAPI(t *testing.T) {
 		t.Errorf("Free: %v, freed %v", err, freed)
 	}
 	marks, err := a.Marks(ctx)
-	want := map[string]predictor.Decision{"job": {Reason: predictor.ReasonTimeToOOM, Forecast: 5100273664, Profile: "1g.10gb", Fits: true}}
+	want := map[string]predictor.Mark{"job": {Reason: predictor.ReasonTimeToOOM, Forecast: 5100273664, Profile: "1g.10gb", Fits: true}}
 	if err != nil || !reflect.DeepEqual(marks, want) {
 		t.Errorf("Marks = %+v, %v", marks, err)
 	}

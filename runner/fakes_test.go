@@ -39,7 +39,7 @@ type fakeAgent struct {
 	mu       sync.Mutex
 	next     int
 	held     map[string]string // CDI name → profile
-	marks    map[string]predictor.Decision
+	marks    map[string]predictor.Mark
 	usage    map[string]Usage
 	allocErr map[string]error // by profile
 	marksErr error
@@ -49,7 +49,7 @@ type fakeAgent struct {
 }
 
 func newFakeAgent(j *journal) *fakeAgent {
-	return &fakeAgent{j: j, held: map[string]string{}, marks: map[string]predictor.Decision{},
+	return &fakeAgent{j: j, held: map[string]string{}, marks: map[string]predictor.Mark{},
 		usage: map[string]Usage{}, allocErr: map[string]error{}}
 }
 
@@ -77,7 +77,7 @@ func (a *fakeAgent) Free(_ context.Context, name string) error {
 	return nil
 }
 
-func (a *fakeAgent) Marks(context.Context) (map[string]predictor.Decision, error) {
+func (a *fakeAgent) Marks(context.Context) (map[string]predictor.Mark, error) {
 	if a.onMarks != nil {
 		a.onMarks()
 	}
@@ -87,7 +87,7 @@ func (a *fakeAgent) Marks(context.Context) (map[string]predictor.Decision, error
 		return nil, a.marksErr
 	}
 	a.reads++
-	out := map[string]predictor.Decision{}
+	out := map[string]predictor.Mark{}
 	for k, v := range a.marks {
 		out[k] = v
 	}
@@ -108,7 +108,7 @@ func (a *fakeAgent) Profiles(context.Context) ([]string, error) {
 	return a.offered, nil
 }
 
-func (a *fakeAgent) mark(id string, d predictor.Decision) {
+func (a *fakeAgent) mark(id string, d predictor.Mark) {
 	a.mu.Lock()
 	a.marks[id] = d
 	a.mu.Unlock()

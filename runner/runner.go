@@ -32,7 +32,7 @@ type Agent interface {
 	// Free releases and destroys an instance by CDI name or UUID.
 	Free(ctx context.Context, name string) error
 	// Marks returns the predictor's marks by container id.
-	Marks(ctx context.Context) (map[string]predictor.Decision, error)
+	Marks(ctx context.Context) (map[string]predictor.Mark, error)
 	// Usage returns a registered container's memory; ok is false when the
 	// agent does not know it.
 	Usage(ctx context.Context, id string) (u Usage, ok bool, err error)
@@ -264,7 +264,7 @@ func (r *Runner) exited(id string, ex Exit, res *Result) error {
 }
 
 // nextProfile picks the profile to restart on, or says why there is none.
-func (r *Runner) nextProfile(ctx context.Context, current string, d predictor.Decision, restarts int) (string, string) {
+func (r *Runner) nextProfile(ctx context.Context, current string, d predictor.Mark, restarts int) (string, string) {
 	if restarts >= r.cfg.MaxRestarts {
 		return "", fmt.Sprintf("no restarts left (--max-restarts %d)", r.cfg.MaxRestarts)
 	}
@@ -286,7 +286,7 @@ func (r *Runner) nextProfile(ctx context.Context, current string, d predictor.De
 
 // describe is the first half of the mark's line: how full the instance is
 // and what the predictor expects.
-func (r *Runner) describe(ctx context.Context, id, profile string, d predictor.Decision) string {
+func (r *Runner) describe(ctx context.Context, id, profile string, d predictor.Mark) string {
 	s := "predicted out of memory on " + profile
 	var detail []string
 	if u, ok, err := r.agent.Usage(ctx, id); err == nil && ok && u.Capacity > 0 {

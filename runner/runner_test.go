@@ -94,7 +94,7 @@ func TestMarkRestartsOnRecommendedProfile(t *testing.T) {
 	r.a.mu.Lock()
 	r.a.usage["job"] = Usage{Current: 4276 << 20, Capacity: 4864 << 20}
 	r.a.mu.Unlock()
-	r.a.mark("job", predictor.Decision{Profile: "1g.10gb", Forecast: 5100273664, TimeToOOM: 5.72})
+	r.a.mark("job", predictor.Mark{Profile: "1g.10gb", Forecast: 5100273664, TimeToOOM: 5.72})
 	c := r.e.waitStarted(t)
 	if c.ID != "job-r1" || c.Device != "dev1" {
 		t.Fatalf("restarted as %+v, want job-r1 on dev1", c)
@@ -122,15 +122,15 @@ func TestRestartsFallBackToNextLargerAndStopAtTheBound(t *testing.T) {
 	r.a.offered = []string{"1g.5gb", "1g.5gb+me", "2g.10gb", "1g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}
 	out := r.start(context.Background(), t)
 	r.e.waitStarted(t)
-	r.a.mark("job", predictor.Decision{Forecast: 6 << 30})
+	r.a.mark("job", predictor.Mark{Forecast: 6 << 30})
 	if c := r.e.waitStarted(t); c.ID != "job-r1" {
 		t.Fatalf("first restart %+v", c)
 	}
-	r.a.mark("job-r1", predictor.Decision{Forecast: 12 << 30})
+	r.a.mark("job-r1", predictor.Mark{Forecast: 12 << 30})
 	if c := r.e.waitStarted(t); c.ID != "job-r2" {
 		t.Fatalf("second restart %+v", c)
 	}
-	r.a.mark("job-r2", predictor.Decision{Profile: "7g.40gb", Forecast: 30 << 30})
+	r.a.mark("job-r2", predictor.Mark{Profile: "7g.40gb", Forecast: 30 << 30})
 	// The third mark must be read and answered without a restart.
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(r.log.String(), "no restarts left") && time.Now().Before(deadline) {
@@ -164,14 +164,14 @@ func TestMarkWithoutRestartLetsItRun(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		max     int
-		d       predictor.Decision
+		d       predictor.Mark
 		offered []string
 		why     string
 	}{
-		{"no restarts", 0, predictor.Decision{Profile: "1g.10gb"}, nil, "no restarts left (--max-restarts 0)"},
-		{"already largest", 1, predictor.Decision{Profile: "1g.5gb"}, nil, "1g.5gb is already the largest profile"},
-		{"nothing larger", 1, predictor.Decision{}, []string{"1g.5gb"}, "nothing on this node is larger than 1g.5gb"},
-		{"profiles unknown", 1, predictor.Decision{}, nil, "the node's profiles are unknown"},
+		{"no restarts", 0, predictor.Mark{Profile: "1g.10gb"}, nil, "no restarts left (--max-restarts 0)"},
+		{"already largest", 1, predictor.Mark{Profile: "1g.5gb"}, nil, "1g.5gb is already the largest profile"},
+		{"nothing larger", 1, predictor.Mark{}, []string{"1g.5gb"}, "nothing on this node is larger than 1g.5gb"},
+		{"profiles unknown", 1, predictor.Mark{}, nil, "the node's profiles are unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig()
@@ -200,8 +200,8 @@ func TestMarkWithoutRestartLetsItRun(t *testing.T) {
 // A mark for another container, or for an earlier run's id, is not ours.
 func TestMarksOfOtherContainersAreIgnored(t *testing.T) {
 	r := newRig()
-	r.a.mark("other", predictor.Decision{Profile: "7g.40gb"})
-	r.a.mark("jobx", predictor.Decision{Profile: "7g.40gb"})
+	r.a.mark("other", predictor.Mark{Profile: "7g.40gb"})
+	r.a.mark("jobx", predictor.Mark{Profile: "7g.40gb"})
 	out := r.start(context.Background(), t)
 	r.e.waitStarted(t)
 	waitReads(t, r.a, 5)
@@ -256,7 +256,7 @@ func TestRestartAllocFailureLeavesNothing(t *testing.T) {
 	r.a.allocErr["1g.10gb"] = errors.New("1g.10gb: must wait for free capacity")
 	out := r.start(context.Background(), t)
 	r.e.waitStarted(t)
-	r.a.mark("job", predictor.Decision{Profile: "1g.10gb"})
+	r.a.mark("job", predictor.Mark{Profile: "1g.10gb"})
 	o := wait(t, out)
 	if o.err == nil || !strings.Contains(o.err.Error(), "restart on 1g.10gb: 1g.10gb: must wait") {
 		t.Errorf("error %v", o.err)
@@ -335,7 +335,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 // A container that ends while its mark is being read is not restarted.
 func TestEndedContainerIsNotRestarted(t *testing.T) {
 	r := newRig()
-	r.a.mark("job", predictor.Decision{Profile: "1g.10gb"})
+	r.a.mark("job", predictor.Mark{Profile: "1g.10gb"})
 	r.a.onMarks = func() { r.e.exit("job", 0) }
 	o := wait(t, r.start(context.Background(), t))
 	if o.err != nil || o.res != (Result{Code: 0, Profile: "1g.5gb"}) {

@@ -87,7 +87,7 @@ type link struct {
 	node      string
 	demand    *demand.Source
 	marker    *readmit.Marker
-	marks     chan agent.Mark
+	marks     chan predictor.Mark
 	failOpens chan failOpen
 	runs      RunRecorder
 	ends      chan agent.End
@@ -148,7 +148,7 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &link{a: a, log: log, cs: cs, node: cfg.NodeName, demand: src, marks: make(chan agent.Mark, markQueue),
+	l := &link{a: a, log: log, cs: cs, node: cfg.NodeName, demand: src, marks: make(chan predictor.Mark, markQueue),
 		failOpens: make(chan failOpen, markQueue), marker: marker,
 		ends: make(chan agent.End, markQueue), runs: o.runs}
 	if l.runs == nil {
@@ -197,11 +197,11 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 // queue hands a mark to Run without blocking the telemetry path.
-func (l *link) queue(m agent.Mark) {
+func (l *link) queue(m predictor.Mark) {
 	select {
 	case l.marks <- m:
 	default:
-		l.log.WithField("pod", m.Container.PodNamespace+"/"+m.Container.PodName).Warn("readmission queue full: mark dropped")
+		l.log.WithField("pod", m.PodNamespace+"/"+m.PodName).Warn("readmission queue full: mark dropped")
 	}
 }
 
@@ -229,12 +229,12 @@ func (l *link) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-func (l *link) readmit(ctx context.Context, m agent.Mark) {
-	out, err := l.marker.Handle(ctx, toReadmitMark(m))
+func (l *link) readmit(ctx context.Context, m predictor.Mark) {
+	out, err := l.marker.Handle(ctx, m)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		l.a.CountReadmission("failed")
-		l.log.WithError(err).WithField("pod", m.Container.PodNamespace+"/"+m.Container.PodName).Warn("readmission failed")
+		l.log.WithError(err).WithField("pod", m.PodNamespace+"/"+m.PodName).Warn("readmission failed")
 	case err != nil:
 	case out.Ignored != "":
 		l.a.CountReadmission("ignored")
@@ -245,12 +245,6 @@ func (l *link) readmit(ctx context.Context, m agent.Mark) {
 	default:
 		l.a.CountReadmission("recorded")
 	}
-}
-
-func toReadmitMark(m agent.Mark) readmit.Mark {
-	return readmit.Mark{PodNamespace: m.Container.PodNamespace, PodName: m.Container.PodName, PodUID: m.Container.PodUID,
-		ContainerName: m.Container.ContainerName, FromProfile: m.Profile, ToProfile: m.Decision.Profile,
-		ForecastBytes: m.Decision.Forecast, Reason: string(m.Decision.Reason), Fits: m.Decision.Fits}
 }
 
 // The agent's provisioner hears what waits, so its placements keep room for it.

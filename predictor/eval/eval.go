@@ -29,7 +29,7 @@ type Result struct {
 	Profile *string `json:"profile"`
 
 	// Decision is the full mark, for text output; not part of the JSON.
-	Decision *predictor.Decision `json:"-"`
+	Decision *predictor.Mark `json:"-"`
 }
 
 // Options say how to score.
