@@ -222,7 +222,7 @@ func TestContainerEndRacingFirstSampleLeavesNothing(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			now := time.Now()
-			a.watch.onUsage(id, telemetry.Usage{At: now, Since: now, NVMLBytes: 1 << 30})
+			a.watch.onUsage(id, telemetry.MergedSample{At: now, Since: now, NVMLBytes: 1 << 30})
 		}()
 		go func() {
 			defer wg.Done()
@@ -341,7 +341,7 @@ func TestMarkAfterTheContainerEndedIsDropped(t *testing.T) {
 	t0 := time.Now()
 	for i := 0; i <= 150 && !racer.marked; i++ {
 		used := uint64((0.1 + 0.9*float64(i)/150) * float64(capacity))
-		a.watch.onUsage("ctr", telemetry.Usage{At: t0.Add(time.Duration(i) * 20 * time.Millisecond), Since: t0, NVMLBytes: used})
+		a.watch.onUsage("ctr", telemetry.MergedSample{At: t0.Add(time.Duration(i) * 20 * time.Millisecond), Since: t0, NVMLBytes: used})
 	}
 	if !racer.marked {
 		t.Fatal("the ramp was never marked: the race was not exercised")

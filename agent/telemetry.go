@@ -177,7 +177,7 @@ func (w *watch) run(ctx context.Context) error {
 }
 
 // onUsage runs on the telemetry ingest path: it must stay cheap.
-func (w *watch) onUsage(id string, u telemetry.Usage) {
+func (w *watch) onUsage(id string, u telemetry.MergedSample) {
 	w.mu.Lock()
 	st, ok := w.started[id]
 	needStart := !ok // the container's first sample starts its predictor
@@ -221,7 +221,7 @@ func (w *watch) onUsage(id string, u telemetry.Usage) {
 // empty moves nothing. Until NVML has reported, nothing counts. Simulated
 // GPUs are the exception: their driver cannot see what a container
 // allocates, so there the shim's figure stands alone.
-func (w *watch) used(u telemetry.Usage) uint64 {
+func (w *watch) used(u telemetry.MergedSample) uint64 {
 	if w.a.cfg.Simulate != "" {
 		return max(u.ShimBytes, u.NVMLBytes)
 	}

@@ -49,7 +49,7 @@ type hookEnv struct {
 	svc     *telemetry.Service
 
 	mu      sync.Mutex
-	samples map[string][]telemetry.Sample
+	samples map[string][]telemetry.Reading
 }
 
 // fixedMem is the "NVML" side: a fixed instance figure well below the
@@ -64,7 +64,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &hookEnv{samples: map[string][]telemetry.Sample{}}
+	e := &hookEnv{samples: map[string][]telemetry.Reading{}}
 	shimOnce.Do(func() {
 		// Built once per test binary into the git-ignored e2e/.work.
 		work, _ := filepath.Abs(filepath.Join(".work", "hook"))
@@ -79,7 +79,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc.OnSample(func(id string, s telemetry.Sample) {
+	e.svc.OnSample(func(id string, s telemetry.Reading) {
 		e.mu.Lock()
 		e.samples[id] = append(e.samples[id], s)
 		e.mu.Unlock()
@@ -179,10 +179,10 @@ func (e *hookEnv) writeSpec(t *testing.T, dir string) string {
 	return hookKind + "=i0"
 }
 
-func (e *hookEnv) series(id string) []telemetry.Sample {
+func (e *hookEnv) series(id string) []telemetry.Reading {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]telemetry.Sample(nil), e.samples[id]...)
+	return append([]telemetry.Reading(nil), e.samples[id]...)
 }
 
 // top runs `migctl top --output json` against the agent.
@@ -202,9 +202,9 @@ func (e *hookEnv) top(t *testing.T) telemetryapi.Top {
 // checkSeries asserts a finished container's shim series matches want: the
 // last sample before exit holds exactly the live bytes and peak, and the
 // exit sample drops them.
-func checkSeries(t *testing.T, smp []telemetry.Sample, want shimtest.Expected) {
+func checkSeries(t *testing.T, smp []telemetry.Reading, want shimtest.Expected) {
 	t.Helper()
-	var shim []telemetry.Sample
+	var shim []telemetry.Reading
 	for _, s := range smp {
 		if s.Source == telemetry.SourceShim {
 			shim = append(shim, s)

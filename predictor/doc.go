@@ -28,7 +28,7 @@
 //
 //	tr := predictor.NewTracker()
 //	tr.Start(id, predictor.ForSeconds(predictor.Config{Capacity: usable, Profiles: sizes, ContextBytes: ctx}))
-//	series.OnSample(func(id string, s telemetry.Sample) {
+//	series.OnSample(func(id string, s telemetry.Reading) {
 //		if d, marked := tr.Observe(id, toSample(s)); marked {
 //			evict(id, d)
 //		}

@@ -5,7 +5,7 @@
 // Two halves share one record kept in the API server:
 //
 //   - The Marker runs in the node agent. When the predictor marks a container
-//     (Mark), it annotates the pod (AnnotationPredictedOOM), records an Event
+//     (predictor.Mark), it annotates the pod (AnnotationPredictedOOM), records an Event
 //     (reason PredictedOOM), stores a Recommendation for the pod's top-level
 //     owner (Store.Owner: a ReplicaSet's Deployment, else the controller) in
 //     a ConfigMap owned by that owner (so it outlives the pod and is

@@ -16,7 +16,7 @@ const MaxRequestBytes = 64 << 10
 //	DELETE /v1/containers/{id}          deregister → 204
 //	POST   /v1/containers/{id}/fail-open  the hook let it start without
 //	                                    telemetry (body: FailOpen) → 204
-//	GET    /v1/containers/{id}/samples  the series → 200 []Sample
+//	GET    /v1/containers/{id}/samples  the series → 200 []Reading
 //	GET    /v1/top                      → 200 Top
 //
 // Errors are {"error": "..."} with 400 (bad input), 404, 413, 429 (limit).

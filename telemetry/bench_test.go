@@ -18,7 +18,7 @@ func BenchmarkIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := s.get("bench")
-	s.OnSample(func(string, Sample) {})
+	s.OnSample(func(string, Reading) {})
 	buf := make([]byte, WireSize)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -49,7 +49,7 @@ type container struct {
 	// first is the first sample's time and lastShim the latest shim
 	// sample: with nvmlUsed, the merged usage (usage.go).
 	first    time.Time
-	lastShim Sample
+	lastShim Reading
 	capacity uint64
 	count    uint64
 	tokens   float64
@@ -246,7 +246,7 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 		c.shimCur -= p.cur
 		delete(c.procs, key)
 	}
-	smp := Sample{At: at, UsedBytes: c.shimCur, PeakBytes: c.shimPeak, RequestedBytes: c.shimCur, Allocs: c.allocs, Source: SourceShim}
+	smp := Reading{At: at, UsedBytes: c.shimCur, PeakBytes: c.shimPeak, RequestedBytes: c.shimCur, Allocs: c.allocs, Source: SourceShim}
 	c.ring.push(smp)
 	c.count++
 	s.st.accepted.Add(1)
@@ -259,7 +259,7 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 // for its turn without holding c.mu, so the shim reader and the poller
 // deliver one at a time and in ring order, and a subscriber may still call
 // Samples.
-func (c *container) publish(s *Service, smp Sample) {
+func (c *container) publish(s *Service, smp Reading) {
 	u := c.merge(smp)
 	id, ticket := c.reg.ID, c.pubNext
 	c.pubNext++

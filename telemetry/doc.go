@@ -4,8 +4,8 @@
 // container can only ever speak for itself), decodes the shim's fixed-size
 // datagrams with a bounded, fuzzed decoder, polls instance memory through an
 // NVML-like MemorySource for containers without the shim, and keeps a bounded
-// ring of Samples per container. With every sample it publishes the
-// container's Usage, both sources' latest figures side by side (OnUsage),
+// ring of Readings per container. With every reading it publishes the
+// container's MergedSample, both sources' latest figures side by side (OnUsage),
 // and it answers what a container registered with (Registration), so its
 // subscribers keep no copy of either. The agent feeds the predictor from
 // OnUsage; users see it through the HTTP API (GET /v1/top) that

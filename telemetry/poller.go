@@ -69,7 +69,7 @@ func (s *Service) recordNVML(c *container, used, total uint64) {
 	c.nvmlUsed = used
 	c.nvmlPeak = max(c.nvmlPeak, used)
 	c.capacity = total
-	smp := Sample{At: s.cfg.now(), UsedBytes: used, PeakBytes: c.nvmlPeak, Source: SourceNVML}
+	smp := Reading{At: s.cfg.now(), UsedBytes: used, PeakBytes: c.nvmlPeak, Source: SourceNVML}
 	c.ring.push(smp)
 	c.count++
 	c.publish(s, smp)

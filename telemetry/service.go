@@ -17,8 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sample is one point of a container's memory series.
-type Sample struct {
+// Reading is one source's figure for a container at one time (the shim's or
+// NVML's, as Source says): one point of the container's ring.
+type Reading struct {
 	At time.Time `json:"at"`
 	// UsedBytes is the best figure for memory held: the instance's used
 	// memory for nvml, the live driver-allocated bytes for shim.
@@ -39,12 +40,12 @@ type Sample struct {
 // an incremental feed. Service implements it.
 type Series interface {
 	// Samples copies the container's ring, oldest first; nil if unknown.
-	Samples(containerID string) []Sample
+	Samples(containerID string) []Reading
 	// OnSample subscribes fn to every new sample of every container. fn runs
 	// on the ingest path and must not block. It may run concurrently for
 	// different containers; for one container, samples arrive one at a time
 	// and in the order Samples lists them.
-	OnSample(fn func(containerID string, s Sample))
+	OnSample(fn func(containerID string, s Reading))
 }
 
 // MemorySource is the slice of the GPU layer the poller needs. The agent
@@ -147,8 +148,8 @@ type Service struct {
 	cfg       config
 	realClock bool // cfg.now is time.Now, so ingest may reuse its clock read
 	st        stats
-	subs      atomic.Pointer[[]func(string, Sample)]
-	usageSubs atomic.Pointer[[]func(string, Usage)]
+	subs      atomic.Pointer[[]func(string, Reading)]
+	usageSubs atomic.Pointer[[]func(string, MergedSample)]
 	subMu     sync.Mutex // serialises OnSample and OnUsage writers; guards ends and failOpens
 	ends      []func(Registration, uint64)
 	failOpens []func(Registration, string)
@@ -198,10 +199,10 @@ func (s *Service) Stats() Stats {
 }
 
 // OnSample implements Series.
-func (s *Service) OnSample(fn func(containerID string, smp Sample)) {
+func (s *Service) OnSample(fn func(containerID string, smp Reading)) {
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
-	var next []func(string, Sample)
+	var next []func(string, Reading)
 	if cur := s.subs.Load(); cur != nil {
 		next = append(next, *cur...)
 	}
@@ -209,7 +210,7 @@ func (s *Service) OnSample(fn func(containerID string, smp Sample)) {
 	s.subs.Store(&next)
 }
 
-func (s *Service) publish(id string, smp Sample, u Usage) {
+func (s *Service) publish(id string, smp Reading, u MergedSample) {
 	if subs := s.subs.Load(); subs != nil {
 		for _, fn := range *subs {
 			fn(id, smp)
@@ -223,7 +224,7 @@ func (s *Service) publish(id string, smp Sample, u Usage) {
 }
 
 // Samples implements Series.
-func (s *Service) Samples(containerID string) []Sample {
+func (s *Service) Samples(containerID string) []Reading {
 	c := s.get(containerID)
 	if c == nil {
 		return nil

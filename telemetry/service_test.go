@@ -84,8 +84,8 @@ func TestRegisterReceiveDeregister(t *testing.T) {
 		t.Fatalf("socket %s: %v mode %v", ep.Socket, err, fi.Mode())
 	}
 	var mu sync.Mutex
-	var fed []Sample
-	s.OnSample(func(id string, smp Sample) {
+	var fed []Reading
+	s.OnSample(func(id string, smp Reading) {
 		if id != "c1" {
 			t.Errorf("sample for %q", id)
 		}
@@ -444,9 +444,9 @@ func TestOnSampleOrderedPerContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var fed []Sample
+	var fed []Reading
 	inside := 0
-	s.OnSample(func(id string, smp Sample) {
+	s.OnSample(func(id string, smp Reading) {
 		mu.Lock()
 		inside++
 		if inside != 1 {

@@ -26,8 +26,8 @@ func TestUsageMergesBothSources(t *testing.T) {
 		t.Fatal("Registration of an unknown container")
 	}
 	var mu sync.Mutex
-	var got []Usage
-	s.OnUsage(func(id string, u Usage) {
+	var got []MergedSample
+	s.OnUsage(func(id string, u MergedSample) {
 		mu.Lock()
 		got = append(got, u)
 		mu.Unlock()
@@ -42,7 +42,7 @@ func TestUsageMergesBothSources(t *testing.T) {
 	samples := s.Samples("c1")
 	mu.Lock()
 	defer mu.Unlock()
-	want := []Usage{
+	want := []MergedSample{
 		{NVMLBytes: 500},
 		{NVMLBytes: 500, ShimBytes: 300, ShimSeen: true, RequestedBytes: 300, Allocs: 4},
 		{NVMLBytes: 500, ShimBytes: 800, ShimSeen: true, RequestedBytes: 800, Allocs: 6},

@@ -79,7 +79,7 @@ func TestRingKeepsNewest(t *testing.T) {
 		t.Fatal("empty ring has a last sample")
 	}
 	for i := 1; i <= 5; i++ {
-		r.push(Sample{UsedBytes: uint64(i)})
+		r.push(Reading{UsedBytes: uint64(i)})
 	}
 	got := r.snapshot()
 	if len(got) != 3 || got[0].UsedBytes != 3 || got[1].UsedBytes != 4 || got[2].UsedBytes != 5 {
