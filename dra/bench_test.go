@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/migpro/migpro/dra"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkChurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	d, err := dra.New(a, big.cs, nodeName)
+	d, err := dra.New(a, big.cs, nodeName, dra.WithLogger(quietlog.New()))
 	if err != nil {
 		b.Fatal(err)
 	}

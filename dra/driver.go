@@ -66,7 +66,8 @@ type Driver struct {
 // Option adjusts a Driver.
 type Option func(*Driver)
 
-// WithLogger sets the logger (default: logrus's standard logger).
+// WithLogger sets the logger. It is required: New refuses to build without
+// one (muted callers pass internal/quietlog).
 func WithLogger(l logrus.FieldLogger) Option { return func(d *Driver) { d.log = l } }
 
 // WithKubeletRoot sets the kubelet's root directory, which holds
@@ -79,9 +80,12 @@ func New(b Backend, kube kubernetes.Interface, nodeName string, opts ...Option) 
 	if nodeName == "" {
 		return nil, errors.New("DRA driver: no node name (set --node-name or $NODE_NAME)")
 	}
-	d := &Driver{b: b, kube: kube, nodeName: nodeName, log: logrus.StandardLogger(), root: "/var/lib/kubelet", byName: map[string]placement{}}
+	d := &Driver{b: b, kube: kube, nodeName: nodeName, root: "/var/lib/kubelet", byName: map[string]placement{}}
 	for _, o := range opts {
 		o(d)
+	}
+	if d.log == nil {
+		return nil, errors.New("DRA driver: no logger (WithLogger)")
 	}
 	part := b.Partitioner()
 	for _, g := range part.GPUs() {

@@ -63,7 +63,9 @@ type Config struct {
 	ForwardSignals bool
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	Log            logrus.FieldLogger
+	// Log is required: Run refuses without one (muted callers pass
+	// internal/quietlog).
+	Log logrus.FieldLogger
 }
 
 // Result is what a recording gives back.
@@ -118,7 +120,7 @@ func Run(c Config) (Result, error) {
 		c.Interval = DefaultInterval
 	}
 	if c.Log == nil {
-		c.Log = logrus.StandardLogger()
+		return Result{}, errors.New("record: no logger (Config.Log)")
 	}
 	path, err := LookPath(c.Command[0])
 	if err != nil {
