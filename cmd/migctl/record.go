@@ -165,9 +165,10 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("output: %w", err)
 	}
 	if samples != nil {
-		if err := record.WriteSamples(samples, res.Start, res.Rows); err == nil {
-			err = samples.Close()
-		} else {
+		if err := record.WriteSamples(samples, res.Start, res.Rows); err != nil {
+			return fmt.Errorf("samples: %w", err)
+		}
+		if err := samples.Close(); err != nil {
 			return fmt.Errorf("samples: %w", err)
 		}
 	}

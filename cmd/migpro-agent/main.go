@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string) error {
 	if _, err := readmit.ParseMode(cfg.ReadmitMode); err != nil {
 		return fmt.Errorf("--readmit-mode: %w", err)
 	}
-	link := kube.New()
+	link := kube.New(ctx)
 	if *draOn {
 		link = dra.Link(link, dra.WithKubeletRoot(*draRoot))
 	}
