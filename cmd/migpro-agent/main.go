@@ -15,6 +15,7 @@ import (
 
 	"github.com/migpro/migpro/internal/buildinfo"
 	"github.com/migpro/migpro/internal/cli"
+	"github.com/migpro/migpro/internal/klogroute"
 
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/agent/gpunode"
@@ -105,7 +106,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cli.RouteKlog(log)
+	klogroute.Route(log)
 	// Bad values fail here, before anything is installed or opened.
 	if _, err := partitioner.PolicyByName(cfg.Policy); err != nil {
 		return fmt.Errorf("--policy: %w", err)

@@ -1,4 +1,4 @@
-package cli
+package klogroute
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// RouteKlog sends what client-go and the other Kubernetes libraries log
+// Route sends what client-go and the other Kubernetes libraries log
 // through klog to log, so a daemon writes one format: each klog line becomes
 // one logrus entry, with component=klog and klog's key/value pairs as
 // fields. klog's verbosity levels above 1 are debug; errors are errors.
-func RouteKlog(log logrus.FieldLogger) {
+func Route(log logrus.FieldLogger) {
 	klog.SetLogger(logr.New(&klogSink{log: log.WithField("component", "klog")}))
 }
 

@@ -1,4 +1,4 @@
-package cli
+package klogroute
 
 import (
 	"bytes"
@@ -8,19 +8,21 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2"
+
+	"github.com/migpro/migpro/internal/cli"
 )
 
-// TestRouteKlog: after RouteKlog, client-go's klog lines (printf-style and
+// TestRoute: after Route, client-go's klog lines (printf-style and
 // structured, info and error) come out of the daemon's logger in its
 // format, and nothing is written in klog's own format.
-func TestRouteKlog(t *testing.T) {
-	log, err := NewLogger("info", "json")
+func TestRoute(t *testing.T) {
+	log, err := cli.NewLogger("info", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	log.SetOutput(&buf)
-	RouteKlog(log)
+	Route(log)
 	defer klog.ClearLogger()
 	klog.Infof("Waiting for caches to sync for %s", "node")
 	klog.InfoS("Starting reflector", "type", "*v1.Pod", "resyncPeriod", "0s")
