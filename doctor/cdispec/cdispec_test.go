@@ -1,4 +1,4 @@
-package doctor_test
+package cdispec_test
 
 import (
 	"bytes"
@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migpro/migpro/doctor"
+	"github.com/migpro/migpro/doctor/cdispec"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/record"
 )
 
@@ -18,14 +19,14 @@ func TestSpecOfSimulatedDriverWritesNoCDIDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := record.Simulate("a100-40gb", "3g.20gb", stubs.Dir, quiet())
+	sim, err := record.Simulate("a100-40gb", "3g.20gb", stubs.Dir, ctl.QuietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sim.Close()
 	paths := sim.Paths()
 	before, _ := filepath.Glob("/var/run/cdi/*")
-	r, err := doctor.Spec(doctor.SpecOptions{NVML: sim.Lib(), DriverRoot: sim.Root(), DevRoot: filepath.Dir(paths.DevDir), Paths: &paths, Log: quiet()})
+	r, err := cdispec.Make(cdispec.Options{NVML: sim.Lib(), DriverRoot: sim.Root(), DevRoot: filepath.Dir(paths.DevDir), Paths: &paths, Log: ctl.QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
