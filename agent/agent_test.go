@@ -3,25 +3,17 @@ package agent
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin/podresources/podresourcestest"
 )
-
-func quiet() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
 
 type testEnv struct {
 	cfg  Config
@@ -46,7 +38,7 @@ func newEnv(t testing.TB, spec string) *testEnv {
 
 func (e *testEnv) start(t testing.TB) *Agent {
 	t.Helper()
-	a, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(e.pods), WithLogger(quiet()))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(e.pods), WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

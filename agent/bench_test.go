@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/migpro/migpro/client"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/plugin"
 )
 
@@ -37,7 +38,7 @@ func pluginClient(b testing.TB, a *Agent, profile string) v1beta1.DevicePluginCl
 	v1beta1.RegisterRegistrationServer(srv, registrar{})
 	go srv.Serve(lis)
 	b.Cleanup(srv.Stop)
-	mgr, err := plugin.NewManager(a.inv, plugin.WithPluginDir(dir), plugin.WithAllocateCheck(a.allocateCheck), plugin.WithPreference(a.prefer), plugin.WithLogger(quiet()))
+	mgr, err := plugin.NewManager(a.inv, plugin.WithPluginDir(dir), plugin.WithAllocateCheck(a.allocateCheck), plugin.WithPreference(a.prefer), plugin.WithLogger(quietlog.New()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func pluginClient(b testing.TB, a *Agent, profile string) v1beta1.DevicePluginCl
 func BenchmarkKubeletAllocate(b *testing.B) {
 	e := newEnv(b, "a100-40gb")
 	e.cfg.TelemetryDir = TelemetryOff
-	a, err := New(e.cfg, GPU{Node: e.node}, WithLogger(quiet()))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithLogger(quietlog.New()))
 	if err == nil {
 		err = a.Open(context.Background())
 	}
@@ -103,7 +104,7 @@ func BenchmarkKubeletAllocate(b *testing.B) {
 func BenchmarkDemandToAdvertised(b *testing.B) {
 	e := newEnv(b, "a100-40gb")
 	e.cfg.TelemetryDir = TelemetryOff
-	a, err := New(e.cfg, GPU{Node: e.node}, WithLogger(quiet()))
+	a, err := New(e.cfg, GPU{Node: e.node}, WithLogger(quietlog.New()))
 	if err == nil {
 		err = a.Open(context.Background())
 	}

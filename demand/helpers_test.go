@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 var t0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
@@ -153,12 +153,6 @@ func casClient(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *int) {
 	return cs, &patches
 }
 
-func quietLogger() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
-
 var testResources = map[corev1.ResourceName]string{
 	"nvidia.com/mig-1g.5gb":     "1g.5gb",
 	"nvidia.com/mig-1g.10gb":    "1g.10gb",
@@ -177,7 +171,7 @@ type testSource struct {
 func newTestSource(t *testing.T, cs *fake.Clientset, node string, prov Provisioner) *testSource {
 	t.Helper()
 	ts := &testSource{cs: cs, now: t0}
-	s, err := New(cs, node, prov, WithResources(testResources), WithLogger(quietLogger()),
+	s, err := New(cs, node, prov, WithResources(testResources), WithLogger(quietlog.New()),
 		WithClock(func() time.Time { return ts.now }))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 func TestClaimsAndProvisions(t *testing.T) {
@@ -304,7 +306,7 @@ func TestNodeThatWouldNotBeChosenDoesNotClaim(t *testing.T) {
 func TestRunWatchesPods(t *testing.T) {
 	cs, _ := casClient(t, readyNode("node-a"))
 	prov := newProv(nil, map[string]int{"1g.5gb": 7})
-	s, err := New(cs, "node-a", prov, WithResources(testResources), WithLogger(quietLogger()), WithEvents(true))
+	s, err := New(cs, "node-a", prov, WithResources(testResources), WithLogger(quietlog.New()), WithEvents(true))
 	if err != nil {
 		t.Fatal(err)
 	}

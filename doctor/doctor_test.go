@@ -10,17 +10,11 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/doctor"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
-
-func quiet() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(bytes.NewBuffer(nil))
-	return l
-}
 
 // node lays out a host under a temporary root: CDI directories, podman,
 // and the given sockets listening.
@@ -62,7 +56,7 @@ func find(t *testing.T, r doctor.Report, name string) doctor.Check {
 }
 
 func TestSimulatedNodePasses(t *testing.T) {
-	sim, err := simgpu.NewNode("a100-40gb:2", simgpu.WithLogger(quiet()))
+	sim, err := simgpu.NewNode("a100-40gb:2", simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +87,7 @@ func TestSimulatedNodePasses(t *testing.T) {
 }
 
 func TestMIGOffWarnsWithFixAndChangesNothing(t *testing.T) {
-	sim, err := simgpu.NewNode("h100-80gb", simgpu.WithMIGDisabled(), simgpu.WithLogger(quiet()))
+	sim, err := simgpu.NewNode("h100-80gb", simgpu.WithMIGDisabled(), simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +135,7 @@ func TestSpecNamingMissingHookFails(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "var/run/cdi/migpro.dev-mig_d.json"), []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sim, err := simgpu.NewNode("a100-40gb", simgpu.WithLogger(quiet()))
+	sim, err := simgpu.NewNode("a100-40gb", simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +166,7 @@ func TestRuntimes(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "usr/bin/podman")); err != nil {
 		t.Fatal(err)
 	}
-	sim, err := simgpu.NewNode("a100-40gb", simgpu.WithLogger(quiet()))
+	sim, err := simgpu.NewNode("a100-40gb", simgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

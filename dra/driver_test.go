@@ -2,7 +2,6 @@ package dra_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/dra"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -74,8 +74,7 @@ func newEnv(t testing.TB, spec string) *env {
 		return false, nil, nil
 	})
 	cs.Resources = []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "resourceslices"}, {Name: "resourceclaims"}}}}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log := quietlog.New()
 	return &env{t: t, dir: dir, root: root, node: node, cs: cs, log: log,
 		cfg: agent.Config{StateDir: filepath.Join(dir, "state"), CDISpecDir: filepath.Join(dir, "cdi"), Socket: filepath.Join(root, "a.sock"),
 			AssignGrace: time.Nanosecond, TelemetryDir: agent.TelemetryOff, NodeName: nodeName}}

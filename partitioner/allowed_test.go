@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // TestAllowedProfiles: with an allow-list the partitioner offers and creates
@@ -27,7 +29,7 @@ func TestAllowedProfiles(t *testing.T) {
 	if _, err := p.ReserveFor("4g.20gb"); !errors.Is(err, ErrUnknownProfile) {
 		t.Errorf("reserve 4g.20gb outside the allow-list: %v, want ErrUnknownProfile", err)
 	}
-	if _, err := New(node, WithLogger(discard()), WithAllowedProfiles("1g.20gb")); !errors.Is(err, ErrUnknownProfile) {
+	if _, err := New(node, WithLogger(quietlog.New()), WithAllowedProfiles("1g.20gb")); !errors.Is(err, ErrUnknownProfile) {
 		t.Errorf("allow-list naming 1g.20gb on an A100-40GB: %v, want ErrUnknownProfile", err)
 	}
 }

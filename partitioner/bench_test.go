@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner/geometry"
 )
 
@@ -103,7 +104,7 @@ func servedBeforeWait(b *testing.B, spec string, policy Policy, seed int64) int 
 		b.Fatal(err)
 	}
 	defer node.Close()
-	p, err := New(node, WithPolicy(policy), WithLogger(discard()))
+	p, err := New(node, WithPolicy(policy), WithLogger(quietlog.New()))
 	if err != nil {
 		b.Fatal(err)
 	}

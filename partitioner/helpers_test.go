@@ -7,6 +7,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 func newSim(t testing.TB, spec string) *simgpu.Node {
@@ -21,7 +22,7 @@ func newSim(t testing.TB, spec string) *simgpu.Node {
 
 func newPart(t testing.TB, node gpu.Node, opts ...Option) *Partitioner {
 	t.Helper()
-	p, err := New(node, append([]Option{WithLogger(discard())}, opts...)...)
+	p, err := New(node, append([]Option{WithLogger(quietlog.New())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,20 +3,12 @@ package partitioner
 import (
 	"context"
 	"errors"
-	"io"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/gpu/simgpu"
 )
-
-func discard() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
 
 func TestSmallInstancesFillFromTheTop(t *testing.T) {
 	node := newSim(t, "a100-40gb")

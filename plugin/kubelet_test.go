@@ -2,14 +2,12 @@ package plugin
 
 import (
 	"context"
-	"io"
 	"net"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // fakeKubelet is a real gRPC Registration server on <dir>/kubelet.sock that
@@ -105,8 +104,7 @@ func dialPluginB(t testing.TB, socket string) v1beta1.DevicePluginClient {
 // it and returns Run's error; it may be called more than once.
 func startManager(t *testing.T, dir string, inv Inventory, opts ...Option) (m *Manager, stop func() error) {
 	t.Helper()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
+	quiet := quietlog.New()
 	opts = append([]Option{WithPluginDir(dir), WithLogger(quiet), WithRegisterBackoff(10*time.Millisecond, 100*time.Millisecond)}, opts...)
 	m, err := NewManager(inv, opts...)
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // postEviction posts the AdmissionReview the API server sends for an
@@ -69,7 +71,7 @@ func TestEvictionGuardKeepsTheAgentOnItsNode(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	srv := httptest.NewTLSServer(NewEvictionGuard(cs.CoreV1(), WithLogger(quietLogger())))
+	srv := httptest.NewTLSServer(NewEvictionGuard(cs.CoreV1(), WithLogger(quietlog.New())))
 	t.Cleanup(srv.Close)
 
 	for _, c := range []struct {

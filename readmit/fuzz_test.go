@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // FuzzRecommendation feeds arbitrary ConfigMap data to the webhook's
@@ -59,7 +61,7 @@ func TestReviewOfPlantedRecommendations(t *testing.T) {
 		cm := planted(managedLabels)
 		cm.Data[RecommendationKey] = data
 		cs, _ := newMarker(t, cm)
-		w := NewWebhook(Store{Client: cs}, WithLogger(quietLogger()))
+		w := NewWebhook(Store{Client: cs}, WithLogger(quietlog.New()))
 		resp := w.Review(context.Background(), admissionRequest(t, replacement(nil)))
 		if !resp.Allowed || len(resp.Patch) != 0 || strings.Contains(strings.Join(resp.Warnings, ";"), "internal error") {
 			t.Fatalf("%q: %+v", data, resp)

@@ -2,11 +2,9 @@ package readmit
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 const (
@@ -29,12 +29,6 @@ const (
 	gib     = uint64(1) << 30
 	theNode = "gpu-node-1"
 )
-
-func quietLogger() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
 
 // testPod is a ReplicaSet's pod whose container "main" asks for 1g.5gb, and
 // a sidecar without GPU.
@@ -76,7 +70,7 @@ func newMarker(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *Marker) 
 		name := a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName()
 		return true, nil, cs.Tracker().Delete(a.GetResource(), a.GetNamespace(), name)
 	})
-	m := NewMarker(cs, WithNodeName(theNode), WithLogger(quietLogger()), WithEvictBackoff(fastBackoff), WithMode(ModeEvict))
+	m := NewMarker(cs, WithNodeName(theNode), WithLogger(quietlog.New()), WithEvictBackoff(fastBackoff), WithMode(ModeEvict))
 	m.now = func() time.Time { return time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC) }
 	return cs, m
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // manifestObjects decodes every document of a manifest.
@@ -134,7 +136,7 @@ func TestEvictionGuardManifest(t *testing.T) {
 	path := "../deploy/kubernetes/admission.yaml"
 	role := clusterRole(t, path, "migpro-admission")
 	cs := fake.NewClientset(testPod(true))
-	g := NewEvictionGuard(cs.CoreV1(), WithLogger(quietLogger()))
+	g := NewEvictionGuard(cs.CoreV1(), WithLogger(quietlog.New()))
 	req := evictionRequestUID(DefaultAgentUser, theNode, testPod(true).Name, podUID)
 	if r := g.Review(context.Background(), req); !r.Allowed {
 		t.Fatalf("own node's pod refused: %+v", r.Result)

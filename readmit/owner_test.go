@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 const deployUID = types.UID("deploy-uid-1")
@@ -40,7 +42,7 @@ func TestRecommendationSurvivesARollout(t *testing.T) {
 	// The next rollout's pod: another ReplicaSet of the same Deployment.
 	pod := replacement(nil)
 	pod.OwnerReferences[0].Name, pod.OwnerReferences[0].UID = "train-new", "rs-uid-2"
-	w := NewWebhook(Store{Client: cs}, WithLogger(quietLogger()))
+	w := NewWebhook(Store{Client: cs}, WithLogger(quietlog.New()))
 	resp := w.Review(context.Background(), admissionRequest(t, pod))
 	if !strings.Contains(string(resp.Patch), "mig-2g.10gb") {
 		t.Fatalf("the rollout's pod was not rewritten: %s %q", resp.Patch, resp.Warnings)

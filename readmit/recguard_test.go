@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // recRequest is the admission request of the agent (bound to node) writing
@@ -46,7 +48,7 @@ func TestRecommendationGuardKeepsRulesToTheWritersNode(t *testing.T) {
 	other := testPod(true)
 	other.Name, other.UID, other.Spec.NodeName = "train-other", "pod-uid-2", "gpu-node-2"
 	cs := fake.NewClientset(testPod(true), other)
-	g := NewRecommendationGuard(Store{Client: cs}, WithLogger(quietLogger()))
+	g := NewRecommendationGuard(Store{Client: cs}, WithLogger(quietlog.New()))
 	ctrl := Controller{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rsName, UID: rsUID}
 	mine := Rule{Container: "main", From: res1g, To: res2g, Pod: rsName + "-abcde", PodUID: podUID, Node: theNode, At: time.Unix(1, 0).UTC()}
 	theirs := Rule{Container: "main", From: res2g, To: res3g, Pod: "train-other", PodUID: "pod-uid-2", Node: "gpu-node-2", At: time.Unix(1, 0).UTC()}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // planted is a ConfigMap someone other than migpro wrote: the right name and
@@ -40,7 +42,7 @@ func TestWebhookTrustsOnlyManagedConfigMaps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, _ := newMarker(t, planted(tc.labels, Rule{Container: "main", From: res1g, To: res2g}))
-			w := NewWebhook(Store{Client: cs}, WithLogger(quietLogger()))
+			w := NewWebhook(Store{Client: cs}, WithLogger(quietlog.New()))
 			resp := w.Review(context.Background(), admissionRequest(t, replacement(nil)))
 			if got := len(resp.Patch) > 0; got != tc.want {
 				t.Fatalf("patched %v (%s), want %v", got, resp.Patch, tc.want)
@@ -65,7 +67,7 @@ func TestWebhookAcceptsOnlyKnownProfilesAsTarget(t *testing.T) {
 	} {
 		t.Run(to, func(t *testing.T) {
 			cs, _ := newMarker(t, planted(managedLabels, Rule{Container: "main", From: res1g, To: to}))
-			w := NewWebhook(Store{Client: cs}, WithLogger(quietLogger()))
+			w := NewWebhook(Store{Client: cs}, WithLogger(quietlog.New()))
 			resp := w.Review(context.Background(), admissionRequest(t, replacement(nil)))
 			if len(resp.Patch) != 0 {
 				t.Fatalf("patched with target %q: %s", to, resp.Patch)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // newWebhookServer serves the webhook over TLS on a fake client holding
@@ -29,7 +31,7 @@ func newWebhookServer(t *testing.T, rules ...Rule) (*httptest.Server, *fake.Clie
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewTLSServer(NewWebhook(Store{Client: cs}, WithLogger(quietLogger())))
+	srv := httptest.NewTLSServer(NewWebhook(Store{Client: cs}, WithLogger(quietlog.New())))
 	t.Cleanup(srv.Close)
 	return srv, cs
 }
@@ -212,7 +214,7 @@ func TestWebhookRejectsWhatIsNotAReview(t *testing.T) {
 }
 
 func TestReviewSurvivesAPanickingStore(t *testing.T) {
-	w := NewWebhook(panicky{}, WithLogger(quietLogger()))
+	w := NewWebhook(panicky{}, WithLogger(quietlog.New()))
 	raw, _ := json.Marshal(replacement(nil))
 	resp := w.Review(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Kind: "Pod"},
 		Resource: metav1.GroupVersionResource{Resource: "pods"}, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}})

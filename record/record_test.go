@@ -10,10 +10,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
 	"github.com/migpro/migpro/hook/shimtest"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/predictor/trace"
 	"github.com/migpro/migpro/record"
 )
@@ -52,16 +51,10 @@ func build(t *testing.T) built {
 	return artifacts
 }
 
-func quiet() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(bytes.NewBuffer(nil))
-	return l
-}
-
 func simulate(t *testing.T, profile string) *record.Sim {
 	t.Helper()
 	b := build(t)
-	s, err := record.Simulate("a100-40gb", profile, b.stubs.Dir, quiet())
+	s, err := record.Simulate("a100-40gb", profile, b.stubs.Dir, quietlog.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +68,7 @@ func TestRecordsExactShimSeriesOnSimulatedGPU(t *testing.T) {
 	var out bytes.Buffer
 	res, err := record.Run(record.Config{
 		Command:  []string{b.stubs.CudaProg, "init", "ctx", "alloc:1048576", "alloc:4194304", "free:4", "alloc:2097152"},
-		ExtraEnv: s.Env, Shim: b.shim, NVML: s.Source(), Stdout: &out, Stderr: &out, Log: quiet(),
+		ExtraEnv: s.Env, Shim: b.shim, NVML: s.Source(), Stdout: &out, Stderr: &out, Log: quietlog.New(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +116,7 @@ func TestSimulatedInstanceRunsOutOfMemory(t *testing.T) {
 	var out bytes.Buffer
 	res, err := record.Run(record.Config{
 		Command:  []string{b.stubs.CudaProg, "init", "ctx", "alloc:4294967296", "alloc:4294967296"},
-		ExtraEnv: s.Env, Shim: b.shim, NVML: s.Source(), Stdout: &out, Stderr: &out, Log: quiet(),
+		ExtraEnv: s.Env, Shim: b.shim, NVML: s.Source(), Stdout: &out, Stderr: &out, Log: quietlog.New(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +132,7 @@ func TestSimulatedInstanceRunsOutOfMemory(t *testing.T) {
 
 func TestNoCUDAGivesEmptyRecording(t *testing.T) {
 	b := build(t)
-	res, err := record.Run(record.Config{Command: []string{"true"}, Shim: b.shim, Log: quiet()})
+	res, err := record.Run(record.Config{Command: []string{"true"}, Shim: b.shim, Log: quietlog.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,18 +150,18 @@ func TestNoCUDAGivesEmptyRecording(t *testing.T) {
 
 func TestExitStatusAndSignalKept(t *testing.T) {
 	b := build(t)
-	res, err := record.Run(record.Config{Command: []string{"sh", "-c", "exit 7"}, Shim: b.shim, Log: quiet()})
+	res, err := record.Run(record.Config{Command: []string{"sh", "-c", "exit 7"}, Shim: b.shim, Log: quietlog.New()})
 	if err != nil || res.ExitCode != 7 {
 		t.Fatalf("exit 7: got %+v, %v", res, err)
 	}
-	res, err = record.Run(record.Config{Command: []string{"sh", "-c", "kill -TERM $$"}, Shim: b.shim, Log: quiet()})
+	res, err = record.Run(record.Config{Command: []string{"sh", "-c", "kill -TERM $$"}, Shim: b.shim, Log: quietlog.New()})
 	if err != nil || res.ExitCode != 128+15 || res.Signal != syscall.SIGTERM {
 		t.Fatalf("SIGTERM: got %+v, %v", res, err)
 	}
 }
 
 func TestCommandNotFound(t *testing.T) {
-	_, err := record.Run(record.Config{Command: []string{"no-such-command-migpro"}, Log: quiet()})
+	_, err := record.Run(record.Config{Command: []string{"no-such-command-migpro"}, Log: quietlog.New()})
 	var se *record.StartError
 	if !errors.As(err, &se) || se.Code != record.ExitNotFound {
 		t.Fatalf("want a StartError with 127, got %v", err)
@@ -178,22 +171,22 @@ func TestCommandNotFound(t *testing.T) {
 	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = record.Run(record.Config{Command: []string{p}, Log: quiet()})
+	_, err = record.Run(record.Config{Command: []string{p}, Log: quietlog.New()})
 	if !errors.As(err, &se) || se.Code != record.ExitNotExecutable {
 		t.Fatalf("want a StartError with 126, got %v", err)
 	}
-	if _, err := record.Run(record.Config{Log: quiet()}); err == nil {
+	if _, err := record.Run(record.Config{Log: quietlog.New()}); err == nil {
 		t.Fatal("no command: want an error")
 	}
 }
 
 func TestSimulateRefusesUnknownProfile(t *testing.T) {
 	b := build(t)
-	_, err := record.Simulate("a100-40gb", "9g.99gb", b.stubs.Dir, quiet())
+	_, err := record.Simulate("a100-40gb", "9g.99gb", b.stubs.Dir, quietlog.New())
 	if err == nil || !strings.Contains(err.Error(), "1g.5gb") {
 		t.Fatalf("want an error listing the profiles, got %v", err)
 	}
-	if _, err := record.Simulate("a100-40gb:2", "", b.stubs.Dir, quiet()); err == nil {
+	if _, err := record.Simulate("a100-40gb:2", "", b.stubs.Dir, quietlog.New()); err == nil {
 		t.Fatal("two GPUs: want an error")
 	}
 }
@@ -211,7 +204,7 @@ func TestSignalsSentToRecorderReachTheCommand(t *testing.T) {
 	done := make(chan out, 1)
 	go func() {
 		res, err := record.Run(record.Config{Command: []string{"sh", "-c", "echo ready; exec sleep 30"},
-			ForwardSignals: true, Stdout: w, Log: quiet()})
+			ForwardSignals: true, Stdout: w, Log: quietlog.New()})
 		done <- out{res, err}
 	}()
 	buf := make([]byte, 6)

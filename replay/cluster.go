@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/partitioner/geometry"
 )
@@ -323,9 +323,10 @@ func (g *gpuSlot) mayFit(p Profile) bool {
 	return g.model.geo.MayFit(g.heldSlots, g.heldSlices, p.Name)
 }
 
+// quietLogger is the simulated nodes' logger: it writes nothing, and at
+// error level nothing below is even formatted.
 func quietLogger() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
+	l := quietlog.New()
 	l.SetLevel(logrus.ErrorLevel)
 	return l
 }

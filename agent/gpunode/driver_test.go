@@ -2,16 +2,14 @@ package gpunode
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 func TestFindNVMLUnderDriverRoot(t *testing.T) {
@@ -35,14 +33,8 @@ func TestFindNVMLUnderDriverRoot(t *testing.T) {
 // the root, before NVML is touched.
 func TestOpenWithDriverRootWithoutLibrary(t *testing.T) {
 	root := t.TempDir()
-	_, err := Open(agent.Config{DriverRoot: root, StateDir: t.TempDir()}, quiet())
+	_, err := Open(agent.Config{DriverRoot: root, StateDir: t.TempDir()}, quietlog.New())
 	if err == nil || !errors.Is(err, gpu.ErrNoLibrary) || !strings.Contains(err.Error(), root) {
 		t.Fatalf("Open: %v, want ErrNoLibrary naming %s", err, root)
 	}
-}
-
-func quiet() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
 }

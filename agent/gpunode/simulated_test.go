@@ -2,7 +2,6 @@ package gpunode_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/migpro/migpro/agent"
@@ -18,6 +16,7 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // simulatedAgent runs an agent on a simulated A100 opened by gpunode.Open
@@ -52,11 +51,11 @@ func simulatedAgent(t *testing.T, withDriver, withHook bool) (*cdiapi.Spec, agen
 			t.Fatal(err)
 		}
 	}
-	g, err := gpunode.Open(cfg, quietLog())
+	g, err := gpunode.Open(cfg, quietlog.New())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(cfg, g, agent.WithLogger(quietLog()))
+	a, err := agent.New(cfg, g, agent.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,12 +87,6 @@ func simulatedAgent(t *testing.T, withDriver, withHook bool) (*cdiapi.Spec, agen
 		t.Fatal(err)
 	}
 	return s, cfg
-}
-
-func quietLog() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
 }
 
 // With the simulated driver installed under the simulated node's root (the

@@ -2,13 +2,11 @@ package kube_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,6 +18,7 @@ import (
 	"github.com/migpro/migpro/agent/kube"
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/plugin/podresources/podresourcestest"
 	"github.com/migpro/migpro/readmit"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
@@ -45,8 +44,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) open(t *testing.T, opts ...agent.Option) *agent.Agent {
 	t.Helper()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
+	quiet := quietlog.New()
 	opts = append([]agent.Option{agent.WithAssignments(podresourcestest.NewFake()), agent.WithLogger(quiet)}, opts...)
 	a, err := agent.New(e.cfg, agent.GPU{Node: e.node}, opts...)
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/migpro/migpro/doctor"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/record"
 )
 
@@ -45,7 +46,7 @@ The CDI spec the agent would write for this node's driver: migpro-lab cdi-spec.`
 			o.output = out.Format
 			opts := doctor.Options{NVMLLibrary: o.nvmlLib}
 			if o.simulate != "" {
-				node, err := simgpu.NewNode(o.simulate, simgpu.WithLogger(quietLog()))
+				node, err := simgpu.NewNode(o.simulate, simgpu.WithLogger(quietlog.New()))
 				if err != nil {
 					return ctl.Usagef("--simulate: %v", err)
 				}

@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/internal/ctl"
 )
@@ -30,12 +27,6 @@ func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
 
 func recordUsagef(format string, args ...any) error { return ctl.Usagef(format, args...) }
-
-func quietLog() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
 
 // sizeOf formats bytes in binary units.
 func sizeOf(b uint64) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -110,7 +111,7 @@ func (o *planOptions) run(stdout io.Writer, args []string) error {
 		return err
 	}
 	defer cleanup()
-	opts := []partitioner.Option{partitioner.WithPolicy(policy), partitioner.WithLogger(ctl.QuietLogger())}
+	opts := []partitioner.Option{partitioner.WithPolicy(policy), partitioner.WithLogger(quietlog.New())}
 	if o.counted != "" {
 		opts = append(opts, partitioner.WithCountedProfiles(strings.Split(o.counted, ",")...))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/record"
 )
 
@@ -113,7 +114,7 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 		defer samples.Close()
 	}
 	c := record.Config{Command: args, Interval: o.interval, ForwardSignals: true,
-		Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr, Log: quietLog()}
+		Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr, Log: quietlog.New()}
 	if !o.noShim {
 		if c.Shim, err = ctl.FindBeside(o.shim, "libmigpro-shim.so", "--shim", "build it with `make shim`, pass --shim PATH, or run with --no-shim"); err != nil {
 			return err
@@ -125,7 +126,7 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return err
 		}
-		sim, err := record.Simulate(o.simulate, o.profile, dir, quietLog())
+		sim, err := record.Simulate(o.simulate, o.profile, dir, quietlog.New())
 		if err != nil {
 			return recordUsagef("%v", err)
 		}

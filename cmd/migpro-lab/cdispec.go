@@ -9,6 +9,7 @@ import (
 	"github.com/migpro/migpro/cdi"
 	"github.com/migpro/migpro/doctor/cdispec"
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/record"
 )
 
@@ -38,13 +39,13 @@ simulated one, installed under a temporary root with one instance (--profile).`,
 				return err
 			}
 			o.output = out.Format
-			so := cdispec.Options{DriverRoot: o.driverRoot, DevRoot: o.devRoot, HookPath: o.hookPath, Log: ctl.QuietLogger()}
+			so := cdispec.Options{DriverRoot: o.driverRoot, DevRoot: o.devRoot, HookPath: o.hookPath, Log: quietlog.New()}
 			if o.simulate != "" {
 				dir, err := ctl.FindBeside(o.simDriver, "simdriver", "--sim-driver", "build the stubs with `make simdriver`, or pass --sim-driver DIR")
 				if err != nil {
 					return err
 				}
-				sim, err := record.Simulate(o.simulate, o.profile, dir, ctl.QuietLogger())
+				sim, err := record.Simulate(o.simulate, o.profile, dir, quietlog.New())
 				if err != nil {
 					return ctl.Usagef("%v", err)
 				}

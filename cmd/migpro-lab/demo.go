@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -56,7 +57,7 @@ func (o *demoOptions) run(stdout io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	part, err := partitioner.New(node, partitioner.WithLogger(ctl.QuietLogger()))
+	part, err := partitioner.New(node, partitioner.WithLogger(quietlog.New()))
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (o *demoOptions) run(stdout io.Writer) error {
 		return err
 	}
 	defer ffCleanup()
-	ff, err := partitioner.New(ffNode, partitioner.WithPolicy(partitioner.FirstFit{}), partitioner.WithLogger(ctl.QuietLogger()))
+	ff, err := partitioner.New(ffNode, partitioner.WithPolicy(partitioner.FirstFit{}), partitioner.WithLogger(quietlog.New()))
 	if err != nil {
 		return err
 	}

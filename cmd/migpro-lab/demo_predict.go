@@ -14,6 +14,7 @@ import (
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
@@ -38,7 +39,7 @@ func demoPrediction(stdout io.Writer, seed int64) error {
 		// The demo plays minutes of growth in four seconds: the predictor's
 		// time bins shrink with it (the agent's own are 2 s).
 		Predictor: func(c predictor.Config) predictor.Config { c.Bin = 0.02; return c }},
-		agent.GPU{Node: node}, agent.WithLogger(ctl.QuietLogger()))
+		agent.GPU{Node: node}, agent.WithLogger(quietlog.New()))
 	if err != nil {
 		return err
 	}

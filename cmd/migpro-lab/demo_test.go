@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 	"regexp"
 	"strconv"
@@ -79,7 +80,7 @@ func TestDemoSeedShowsPlacement(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cleanup()
-		part, err := partitioner.New(node, partitioner.WithPolicy(pol), partitioner.WithLogger(ctl.QuietLogger()))
+		part, err := partitioner.New(node, partitioner.WithPolicy(pol), partitioner.WithLogger(quietlog.New()))
 		if err != nil {
 			t.Fatal(err)
 		}

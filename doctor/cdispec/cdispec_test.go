@@ -10,7 +10,7 @@ import (
 	"github.com/migpro/migpro/doctor/cdispec"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
-	"github.com/migpro/migpro/internal/ctl"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/record"
 )
 
@@ -19,14 +19,14 @@ func TestSpecOfSimulatedDriverWritesNoCDIDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := record.Simulate("a100-40gb", "3g.20gb", stubs.Dir, ctl.QuietLogger())
+	sim, err := record.Simulate("a100-40gb", "3g.20gb", stubs.Dir, quietlog.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sim.Close()
 	paths := sim.Paths()
 	before, _ := filepath.Glob("/var/run/cdi/*")
-	r, err := cdispec.Make(cdispec.Options{NVML: sim.Lib(), DriverRoot: sim.Root(), DevRoot: filepath.Dir(paths.DevDir), Paths: &paths, Log: ctl.QuietLogger()})
+	r, err := cdispec.Make(cdispec.Options{NVML: sim.Lib(), DriverRoot: sim.Root(), DevRoot: filepath.Dir(paths.DevDir), Paths: &paths, Log: quietlog.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

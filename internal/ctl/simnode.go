@@ -1,10 +1,7 @@
 package ctl
 
 import (
-	"io"
 	"os"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/gpu/simgpu"
 )
@@ -25,12 +22,4 @@ func NewSimNode(spec string, seed int64) (*simgpu.Node, func(), error) {
 		return nil, nil, err
 	}
 	return node, func() { node.Close(); os.RemoveAll(dir) }, nil
-}
-
-// QuietLogger discards what the partitioner and the agent log while a
-// command narrates on its own.
-func QuietLogger() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
 }
