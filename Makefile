@@ -11,7 +11,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # no goroutines and takes minutes under -race, so only ./predictor itself,
 # whose Tracker the agent shares across goroutines, is here.
 RACE_PKGS ?= ./partitioner/... ./plugin/... ./predictor ./telemetry/... ./gpu/... ./hook/... ./cdi/... \
-             ./agent/... ./demand/... ./readmit/... ./runner/...
+             ./agent/... ./demand/... ./readmit/... ./runner/... ./record/...
 
 # Fuzz runs in make test are bounded by executions, not seconds: with a
 # duration, Go 1.26's fuzzing coordinator can fail a target with a bare

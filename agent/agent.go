@@ -141,6 +141,9 @@ func New(cfg Config, g GPU, opts ...Option) (*Agent, error) {
 	if a.log == nil {
 		return nil, errors.New("agent: no logger (WithLogger)")
 	}
+	if a.cfg.TelemetryDir != TelemetryOff {
+		a.watch = newWatch(a)
+	}
 	var err error
 	if a.policy, err = partitioner.PolicyByName(a.cfg.Policy); err != nil {
 		return nil, err

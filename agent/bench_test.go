@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -15,29 +14,14 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/plugin"
+	"github.com/migpro/migpro/plugin/plugintest"
 )
-
-// registrar accepts every plugin registration, standing in for kubelet.sock.
-type registrar struct {
-	v1beta1.UnimplementedRegistrationServer
-}
-
-func (registrar) Register(context.Context, *v1beta1.RegisterRequest) (*v1beta1.Empty, error) {
-	return &v1beta1.Empty{}, nil
-}
 
 // pluginClient runs the agent's device plugins against a stand-in kubelet
 // and returns a client of the profile's plugin, as the kubelet would dial it.
 func pluginClient(b testing.TB, a *Agent, profile string) v1beta1.DevicePluginClient {
 	dir := b.TempDir()
-	lis, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	v1beta1.RegisterRegistrationServer(srv, registrar{})
-	go srv.Serve(lis)
-	b.Cleanup(srv.Stop)
+	plugintest.StartKubelet(b, dir, 0)
 	mgr, err := plugin.NewManager(a.inv, plugin.WithPluginDir(dir), plugin.WithAllocateCheck(a.allocateCheck), plugin.WithPreference(a.prefer), plugin.WithLogger(quietlog.New()))
 	if err != nil {
 		b.Fatal(err)

@@ -38,8 +38,8 @@ func TestLocalWaitersArePendingDemandAndGetAReservation(t *testing.T) {
 	if len(st.Pending) != 1 || st.Pending["7g.40gb"] != 1 || st.Reserved != nil {
 		t.Fatalf("status pending %v reserved %v: want 7g.40gb x1 and no reservation yet", st.Pending, st.Reserved)
 	}
-	if w := a.part.Demand(); w["7g.40gb"] <= w["1g.5gb"] {
-		t.Fatalf("partitioner demand %v: the waiting 7g.40gb should weigh more than an unasked 1g.5gb", w)
+	if w := a.part.Mix(); w["7g.40gb"] <= w["1g.5gb"] {
+		t.Fatalf("partitioner mix %v: the waiting 7g.40gb should weigh more than an unasked 1g.5gb", w)
 	}
 
 	a.pending.mu.Lock()
@@ -85,19 +85,19 @@ func TestLocalWaitersArePendingDemandAndGetAReservation(t *testing.T) {
 func TestClusterPendingDemandReachesThePartitioner(t *testing.T) {
 	e := newEnv(t, "a100-40gb")
 	a := e.start(t)
-	before := a.part.Demand()["3g.20gb"]
+	before := a.part.Mix()["3g.20gb"]
 	a.ClusterProvisioner().ObservePending(map[string]int{"3g.20gb": 2})
 	if got := a.PendingDemand(); got["3g.20gb"] != 2 {
 		t.Fatalf("pending %v, want 3g.20gb x2", got)
 	}
-	if after := a.part.Demand()["3g.20gb"]; after <= before {
+	if after := a.part.Mix()["3g.20gb"]; after <= before {
 		t.Fatalf("3g.20gb weight %v -> %v: pending pods should raise it", before, after)
 	}
 	a.ClusterProvisioner().ObservePending(nil)
 	if got := a.PendingDemand(); len(got) != 0 {
 		t.Fatalf("pending %v after the source reported nothing waits", got)
 	}
-	if after := a.part.Demand()["3g.20gb"]; after != before {
+	if after := a.part.Mix()["3g.20gb"]; after != before {
 		t.Fatalf("3g.20gb weight %v, want %v again", after, before)
 	}
 }

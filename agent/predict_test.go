@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/telemetry"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
@@ -219,7 +221,8 @@ func TestContainerEndRacingFirstSampleLeavesNothing(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			a.watch.onSample(id, telemetry.Sample{At: time.Now(), UsedBytes: 1 << 30, Source: telemetry.SourceNVML})
+			now := time.Now()
+			a.watch.onUsage(id, telemetry.Usage{At: now, Since: now, NVMLBytes: 1 << 30})
 		}()
 		go func() {
 			defer wg.Done()
@@ -338,7 +341,7 @@ func TestMarkAfterTheContainerEndedIsDropped(t *testing.T) {
 	t0 := time.Now()
 	for i := 0; i <= 150 && !racer.marked; i++ {
 		used := uint64((0.1 + 0.9*float64(i)/150) * float64(capacity))
-		a.watch.onSample("ctr", telemetry.Sample{At: t0.Add(time.Duration(i) * 20 * time.Millisecond), UsedBytes: used, Source: telemetry.SourceNVML})
+		a.watch.onUsage("ctr", telemetry.Usage{At: t0.Add(time.Duration(i) * 20 * time.Millisecond), Since: t0, NVMLBytes: used})
 	}
 	if !racer.marked {
 		t.Fatal("the ramp was never marked: the race was not exercised")
@@ -351,5 +354,46 @@ func TestMarkAfterTheContainerEndedIsDropped(t *testing.T) {
 	a.watch.mu.Unlock()
 	if started {
 		t.Fatal("per-container state kept after the end")
+	}
+}
+
+// Subscribers that join between New and Run (the cluster link does, from
+// Run) hear of every container: telemetry starts when the agent opens, and
+// takes them over.
+func TestSubscribersBeforeOpenAreKept(t *testing.T) {
+	e := newEnv(t, "a100-40gb")
+	a, err := New(e.cfg, GPU{Node: e.node}, WithAssignments(e.pods), WithLogger(quietlog.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failOpen, ended := make(chan string, 4), make(chan string, 4)
+	a.OnFailOpen(func(r telemetry.Registration, _ string) { failOpen <- r.ID })
+	a.OnContainerEnd(func(e End) { ended <- e.Container.ID })
+	if err := a.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c-open", "c-end"} {
+		if _, err := a.watch.svc.Register(telemetry.Registration{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.watch.svc.ReportFailOpen("c-open", "no shim"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.watch.svc.Deregister("c-end"); err != nil {
+		t.Fatal(err)
+	}
+	// A fail-open ends the registration too: both containers end.
+	var heard []string
+	for _, ch := range []chan string{failOpen, ended, ended} {
+		select {
+		case id := <-ch:
+			heard = append(heard, id)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("heard only %v", heard)
+		}
+	}
+	if heard[0] != "c-open" || !slices.Contains(heard[1:], "c-open") || !slices.Contains(heard[1:], "c-end") {
+		t.Errorf("heard %v: want the fail-open of c-open, then the ends of c-open and c-end", heard)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,9 +17,9 @@ import (
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/migpro/migpro/client"
-	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin"
+	"github.com/migpro/migpro/plugin/plugintest"
 )
 
 // get fetches a path of the agent's metrics endpoint.
@@ -131,19 +130,13 @@ func TestReadyWaitsForKubeletRegistrationAndAllocateIsTimed(t *testing.T) {
 	a := e.start(t)
 	// A kubelet that is there but has not answered yet: the socket exists,
 	// nothing serves it.
-	lis, err := net.Listen("unix", filepath.Join(dir, defaults.KubeletSocketName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	v1beta1.RegisterRegistrationServer(srv, registrar{})
+	k := plugintest.ListenKubelet(t, dir, 0)
 	runAgent(t, a)
 	code, body := get(t, a, PathReadyz)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "not registered") {
 		t.Fatalf("/readyz before the kubelet answers: %d %q, want 503 naming unregistered plugins", code, body)
 	}
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
+	k.Serve()
 	waitFor(t, "/readyz 200 once every plugin registered", func() bool {
 		code, _ := get(t, a, PathReadyz)
 		return code == http.StatusOK

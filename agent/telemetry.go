@@ -22,8 +22,8 @@ import (
 )
 
 // watch connects telemetry to the predictor: every container that registers
-// gets its own predictor sized to its instance, fed from both the shim and
-// NVML polling; a mark is logged and kept for status.
+// gets its own predictor sized to its instance, fed the merged usage
+// telemetry publishes (shim and NVML); a mark is logged and kept for status.
 type watch struct {
 	a       *Agent
 	svc     *telemetry.Service
@@ -35,7 +35,15 @@ type watch struct {
 	marks   map[string]predictor.Decision
 	onMark  []func(Mark)
 	onEnd   []func(End)
-	hints   func(context.Context, telemetry.Registration) (predictor.Hints, bool)
+	// failOpen waits for svc, made when the agent opens.
+	failOpen []func(telemetry.Registration, string)
+	hints    func(context.Context, telemetry.Registration) (predictor.Hints, bool)
+}
+
+// newWatch is the watch of an agent not open yet: subscribers may join
+// before Run; startTelemetry gives it its service.
+func newWatch(a *Agent) *watch {
+	return &watch{a: a, tracker: predictor.NewTracker(), started: map[string]*watched{}, marks: map[string]predictor.Decision{}}
 }
 
 // SetPredictorHints gives the agent a source of what a container's
@@ -60,7 +68,7 @@ func (w *watch) applyHints(id string) {
 	h, ok := w.tracker.(interface {
 		Hint(string, predictor.Hints) (bool, error)
 	})
-	reg := w.registration(id)
+	reg, _ := w.svc.Registration(id)
 	if fn == nil || !ok || reg.PodName == "" {
 		return
 	}
@@ -115,16 +123,18 @@ func (a *Agent) OnFailOpen(fn func(c telemetry.Registration, reason string)) {
 	if a.watch == nil {
 		return
 	}
+	a.watch.mu.Lock()
+	defer a.watch.mu.Unlock()
+	if a.watch.svc == nil {
+		a.watch.failOpen = append(a.watch.failOpen, fn)
+		return
+	}
 	a.watch.svc.OnFailOpen(fn)
 }
 
-// watched is what the predictor feed needs per container.
+// watched is a container whose predictor the watch feeds: telemetry keeps
+// its memory, the watch only when it last fed the predictor.
 type watched struct {
-	first          time.Time
-	shim, nvml     uint64 // latest used bytes by source
-	shimSeen       bool
-	requested      uint64
-	allocs         uint64 // the shim's driver allocation calls so far
 	lastObservedAt time.Time
 }
 
@@ -138,16 +148,22 @@ func (a *Agent) startTelemetry(reg prometheus.Registerer) error {
 	} else if n > 0 {
 		a.log.WithField("containers", n).Info("telemetry: restored container sockets")
 	}
-	w := &watch{a: a, svc: svc, tracker: predictor.NewTracker(), started: map[string]*watched{}, marks: map[string]predictor.Decision{}}
+	w := a.watch
 	if w.history, err = estimator.OpenHistory(a.historyPath()); err != nil {
 		a.log.WithError(err).Warn("workload history unreadable: peaks will not be recorded")
 	}
-	svc.OnSample(w.onSample)
+	svc.OnUsage(w.onUsage)
 	svc.OnDeregister(w.onContainerEnd)
 	if reg != nil {
 		reg.MustRegister(containerMemoryCollector{w})
 	}
-	a.watch = w
+	w.mu.Lock()
+	w.svc = svc
+	for _, fn := range w.failOpen {
+		svc.OnFailOpen(fn)
+	}
+	w.failOpen = nil
+	w.mu.Unlock()
 	return nil
 }
 
@@ -170,31 +186,26 @@ func (w *watch) run(ctx context.Context) error {
 	return w.svc.Close()
 }
 
-// onSample runs on the telemetry ingest path: it must stay cheap.
-func (w *watch) onSample(id string, s telemetry.Sample) {
+// onUsage runs on the telemetry ingest path: it must stay cheap.
+func (w *watch) onUsage(id string, u telemetry.Usage) {
 	w.mu.Lock()
 	st, ok := w.started[id]
 	needStart := !ok // the container's first sample starts its predictor
 	if !ok {
-		st = &watched{first: s.At}
+		st = &watched{}
 		w.started[id] = st
 	}
-	if s.Source == telemetry.SourceShim {
-		st.shim, st.requested, st.allocs, st.shimSeen = s.UsedBytes, s.RequestedBytes, s.Allocs, true
-	} else {
-		st.nvml = s.UsedBytes
-	}
-	used, requested, allocs, t := w.used(st), st.requested, st.allocs, s.At.Sub(st.first).Seconds()
-	if !s.At.After(st.lastObservedAt) && !needStart {
+	if !u.At.After(st.lastObservedAt) && !needStart {
 		w.mu.Unlock()
 		return // the predictor needs time to move forward
 	}
-	st.lastObservedAt = s.At
+	st.lastObservedAt = u.At
 	w.mu.Unlock()
 	if needStart && !w.start(id, st) {
 		return
 	}
-	if d, marked := w.tracker.Observe(id, predictor.Sample{T: t, Used: used, Requested: requested, Allocs: allocs}); marked {
+	s := predictor.Sample{T: u.At.Sub(u.Since).Seconds(), Used: w.used(u), Requested: u.RequestedBytes, Allocs: u.Allocs}
+	if d, marked := w.tracker.Observe(id, s); marked {
 		w.mu.Lock()
 		if w.started[id] != st {
 			w.mu.Unlock()
@@ -220,19 +231,20 @@ func (w *watch) onSample(id string, s telemetry.Sample) {
 // empty moves nothing. Until NVML has reported, nothing counts. Simulated
 // GPUs are the exception: their driver cannot see what a container
 // allocates, so there the shim's figure stands alone.
-func (w *watch) used(st *watched) uint64 {
+func (w *watch) used(u telemetry.Usage) uint64 {
 	if w.a.cfg.Simulate != "" {
-		return max(st.shim, st.nvml)
+		return max(u.ShimBytes, u.NVMLBytes)
 	}
-	if st.shimSeen {
-		return min(st.shim, st.nvml)
+	if u.ShimSeen {
+		return min(u.ShimBytes, u.NVMLBytes)
 	}
-	return st.nvml
+	return u.NVMLBytes
 }
 
 // notifyMark hands a mark to the subscribers with the container's identity.
 func (w *watch) notifyMark(id string, d predictor.Decision, subs []func(Mark)) {
-	m := Mark{Decision: d, Container: w.registration(id)}
+	m := Mark{Decision: d}
+	m.Container, _ = w.svc.Registration(id)
 	if len(m.Container.MIGUUIDs) > 0 {
 		m.UUID = m.Container.MIGUUIDs[0]
 		if in, err := w.a.part.Find(m.UUID); err == nil {
@@ -242,18 +254,6 @@ func (w *watch) notifyMark(id string, d predictor.Decision, subs []func(Mark)) {
 	for _, fn := range subs {
 		fn(m)
 	}
-}
-
-// registration is what container id registered with, read from the
-// telemetry service's list; zero if it is not registered.
-func (w *watch) registration(id string) telemetry.Registration {
-	for _, c := range w.svc.Top().Containers {
-		if c.ID == id {
-			return telemetry.Registration{ID: c.ID, MIGUUIDs: c.MIGUUIDs, PodNamespace: c.PodNamespace,
-				PodName: c.PodName, PodUID: c.PodUID, ContainerName: c.ContainerName}
-		}
-	}
-	return telemetry.Registration{}
 }
 
 // start starts the predictor of container id on its first sample, st. The
@@ -293,8 +293,8 @@ var errNotRegistered = errors.New("container not registered")
 // startPredictor sizes a container's predictor to its instance and the
 // profiles of its GPU.
 func (w *watch) startPredictor(id string) error {
-	reg := w.registration(id)
-	if reg.ID == "" {
+	reg, ok := w.svc.Registration(id)
+	if !ok {
 		return errNotRegistered
 	}
 	if len(reg.MIGUUIDs) == 0 {

@@ -7,6 +7,7 @@ import (
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/hook"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // BenchmarkWriteCompare writes one instance's spec the way migpro did before
@@ -26,7 +27,7 @@ func BenchmarkWriteCompare(b *testing.B) {
 		{"with-driver", []Option{extra, WithDriver(f.driver(false))}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			w, err := NewWriter(append([]Option{WithSpecDir(b.TempDir())}, c.opts...)...)
+			w, err := NewWriter(append([]Option{WithLogger(quietlog.New()), WithSpecDir(b.TempDir())}, c.opts...)...)
 			if err != nil {
 				b.Fatal(err)
 			}

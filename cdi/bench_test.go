@@ -1,12 +1,16 @@
 package cdi
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
+)
 
 // BenchmarkWrite measures one spec write: caps files read, nodes checked,
 // spec built, encoded, validated by the library, fsynced and renamed.
 func BenchmarkWrite(b *testing.B) {
 	d := newDriverWithInstance(b)
-	w, err := NewWriter(WithSpecDir(b.TempDir()))
+	w, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(b.TempDir()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -20,7 +24,7 @@ func BenchmarkWrite(b *testing.B) {
 // BenchmarkWriteFsync is BenchmarkWrite with WithFsync(true).
 func BenchmarkWriteFsync(b *testing.B) {
 	d := newDriverWithInstance(b)
-	w, err := NewWriter(WithSpecDir(b.TempDir()), WithFsync(true))
+	w, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(b.TempDir()), WithFsync(true))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +38,7 @@ func BenchmarkWriteFsync(b *testing.B) {
 // BenchmarkBuild is Write without the file system: the spec itself.
 func BenchmarkBuild(b *testing.B) {
 	d := newDriverWithInstance(b)
-	w, err := NewWriter(WithSpecDir(b.TempDir()))
+	w, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(b.TempDir()))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/gpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,7 +83,7 @@ func newDriverWithInstance(t testing.TB) *fakeDriver {
 
 func newTestWriter(t *testing.T, opts ...Option) *Writer {
 	t.Helper()
-	w, err := NewWriter(append([]Option{WithSpecDir(t.TempDir())}, opts...)...)
+	w, err := NewWriter(append([]Option{WithLogger(quietlog.New()), WithSpecDir(t.TempDir())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

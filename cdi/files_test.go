@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/migpro/migpro/internal/quietlog"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	specs "tags.cncf.io/container-device-interface/specs-go"
 )
@@ -20,11 +21,11 @@ import (
 func TestReplaceIsAtomic(t *testing.T) {
 	d := newDriverWithInstance(t)
 	dir := t.TempDir()
-	wa, err := NewWriter(WithSpecDir(dir), WithExtraEdits(specs.ContainerEdits{Env: []string{"PHASE=a"}}))
+	wa, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(dir), WithExtraEdits(specs.ContainerEdits{Env: []string{"PHASE=a"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wb, err := NewWriter(WithSpecDir(dir), WithExtraEdits(specs.ContainerEdits{Env: []string{"PHASE=b"}}))
+	wb, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(dir), WithExtraEdits(specs.ContainerEdits{Env: []string{"PHASE=b"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestStaleTempFilesRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := NewWriter(WithSpecDir(dir)); err != nil {
+	if _, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(dir)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {

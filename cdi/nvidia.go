@@ -105,7 +105,7 @@ func NewNVIDIADriver(lib nvml.Interface, opts ...DriverOption) (*NVIDIADriver, e
 	if lib == nil {
 		return nil, errors.New("NVIDIA driver edits: no NVML library")
 	}
-	c := driverConfig{driverRoot: DefaultDriverRoot, hookPath: DefaultNVIDIACDIHookPath, log: logrus.StandardLogger()}
+	c := driverConfig{driverRoot: DefaultDriverRoot, hookPath: DefaultNVIDIACDIHookPath}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -119,7 +119,7 @@ func NewNVIDIADriver(lib nvml.Interface, opts ...DriverOption) (*NVIDIADriver, e
 		c.hookPath = DefaultNVIDIACDIHookPath
 	}
 	if c.log == nil {
-		c.log = logrus.StandardLogger()
+		return nil, errors.New("NVIDIA driver edits: no logger (WithDriverLogger)")
 	}
 	for _, d := range []struct{ flag, dir string }{{"driver root", c.driverRoot}, {"dev root", c.devRoot}} {
 		fi, err := os.Stat(d.dir)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/migpro/migpro/internal/quietlog"
 	"golang.org/x/sys/unix"
 	specs "tags.cncf.io/container-device-interface/specs-go"
 )
@@ -42,7 +43,7 @@ func TestOwnDeviceNodesEqualNVCDI(t *testing.T) {
 		runtime.LockOSThread()
 		errc <- inMIGMinorsNamespace(minors, func() error {
 			d := f.driver(true)
-			w, err := NewWriter(WithSpecDir(nvcdiDir), WithDriver(d))
+			w, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(nvcdiDir), WithDriver(d))
 			if err != nil {
 				return err
 			}

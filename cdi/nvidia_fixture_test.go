@@ -12,6 +12,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // simFixture is a simulated A100 with one 1g instance, its device nodes and
@@ -124,7 +125,7 @@ func (f *simFixture) driver(deviceEdits bool) *NVIDIADriver {
 	f.t.Helper()
 	log := logrus.New()
 	log.SetOutput(testWriter{f.t})
-	d, err := NewNVIDIADriver(f.nvml, WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot),
+	d, err := NewNVIDIADriver(f.nvml, WithDriverLogger(quietlog.New()), WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot),
 		WithHookPath("/opt/test/nvidia-cdi-hook"), WithDeviceEdits(deviceEdits), WithDriverLogger(log))
 	if err != nil {
 		f.t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/migpro/migpro/internal/quietlog"
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	specs "tags.cncf.io/container-device-interface/specs-go"
@@ -189,7 +190,7 @@ func TestSpecRefreshAfterDriverUpgrade(t *testing.T) {
 	const newVersion = "580.65.06"
 	f := newSimFixture(t, testDriverVersion)
 	dir := t.TempDir()
-	w, err := NewWriter(WithSpecDir(dir), WithDriver(f.driver(false)))
+	w, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(dir), WithDriver(f.driver(false)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestSpecRefreshAfterDriverUpgrade(t *testing.T) {
 	f.installDriver(newVersion)
 	f.nvml.version = newVersion
 
-	w2, err := NewWriter(WithSpecDir(dir), WithDriver(f.driver(false)))
+	w2, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(dir), WithDriver(f.driver(false)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,14 +236,14 @@ func TestDriverWithoutLibraries(t *testing.T) {
 	f.nvml.version = "999.1.2"
 	d := f.driver(false)
 	dir := t.TempDir()
-	_, err := NewWriter(WithSpecDir(dir), WithDriver(d))
+	_, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(dir), WithDriver(d))
 	if err == nil || !strings.Contains(err.Error(), "999.1.2") {
 		t.Fatalf("NewWriter with no libraries for the version: %v", err)
 	}
 	if got := dirNames(t, dir); len(got) != 0 {
 		t.Errorf("spec dir holds %v", got)
 	}
-	if _, err := NewNVIDIADriver(f.nvml, WithDriverRoot(filepath.Join(f.driverRoot, "nope"))); err == nil ||
+	if _, err := NewNVIDIADriver(f.nvml, WithDriverLogger(quietlog.New()), WithDriverRoot(filepath.Join(f.driverRoot, "nope"))); err == nil ||
 		!strings.Contains(err.Error(), "driver root") {
 		t.Errorf("missing driver root: %v", err)
 	}
@@ -253,7 +254,7 @@ func TestDriverWithoutLibraries(t *testing.T) {
 func TestSpecNamesTheHostDriverRoot(t *testing.T) {
 	f := newSimFixture(t, testDriverVersion)
 	const hostRoot = "/host/nvidia-driver"
-	d, err := NewNVIDIADriver(f.nvml, WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot),
+	d, err := NewNVIDIADriver(f.nvml, WithDriverLogger(quietlog.New()), WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot),
 		WithHostDriverRoot(hostRoot), WithHookPath("/opt/test/nvidia-cdi-hook"))
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +278,7 @@ func TestSpecNamesTheHostDriverRoot(t *testing.T) {
 			}
 		}
 	}
-	same, err := NewNVIDIADriver(f.nvml, WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot), WithHostDriverRoot(f.driverRoot))
+	same, err := NewNVIDIADriver(f.nvml, WithDriverLogger(quietlog.New()), WithDriverRoot(f.driverRoot), WithDevRoot(f.devRoot), WithHostDriverRoot(f.driverRoot))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ package cdi
 import (
 	"crypto/rand"
 	"fmt"
+	"github.com/migpro/migpro/internal/quietlog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestPodmanRunsSpec(t *testing.T) {
 	inst := testInstance
 	inst.UUID = fmt.Sprintf("MIG-%x-1d2e-5f60-8a9b-0c1d2e3f4a5b", b)
 	d.addInstance(inst, 21, 22)
-	w, err := NewWriter(WithSpecDir("/var/run/cdi"), WithKind("migpro.dev/cdi-test"))
+	w, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir("/var/run/cdi"), WithKind("migpro.dev/cdi-test"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func NewWriter(opts ...Option) (*Writer, error) {
 		o(&c)
 	}
 	if c.log == nil {
-		c.log = logrus.StandardLogger()
+		return nil, errors.New("cdi: no logger (WithLogger)")
 	}
 	vendor, class := parser.ParseQualifier(c.kind)
 	if err := parser.ValidateVendorName(vendor); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/migpro/migpro/internal/quietlog"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	specs "tags.cncf.io/container-device-interface/specs-go"
 )
@@ -178,11 +179,11 @@ func TestWriteBadInputWritesNothing(t *testing.T) {
 
 func TestNewWriterRejectsBadKinds(t *testing.T) {
 	for _, k := range []string{"nvidia.com/gpu", "noclass", "bad vendor/mig", "migpro.dev/", "/mig"} {
-		if _, err := NewWriter(WithSpecDir(t.TempDir()), WithKind(k)); err == nil {
+		if _, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(t.TempDir()), WithKind(k)); err == nil {
 			t.Errorf("kind %q accepted", k)
 		}
 	}
-	if _, err := NewWriter(WithSpecDir(t.TempDir()), WithExtraEdits(specs.ContainerEdits{Env: []string{"=x"}})); err == nil {
+	if _, err := NewWriter(WithLogger(quietlog.New()), WithSpecDir(t.TempDir()), WithExtraEdits(specs.ContainerEdits{Env: []string{"=x"}})); err == nil {
 		t.Error("bad extra env accepted")
 	}
 }

@@ -151,7 +151,7 @@ func New(client CoreClient, nodeName string, prov Provisioner, opts ...Option) (
 		return nil, errors.New("demand: no resource domain")
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = logrus.StandardLogger()
+		return nil, errors.New("demand: no logger (WithLogger)")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/migpro/migpro/client"
 	"github.com/migpro/migpro/e2e/harness"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -194,7 +195,7 @@ func TestDRAClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sim.Close()
-	ref, err := partitioner.New(sim)
+	ref, err := partitioner.New(sim, partitioner.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

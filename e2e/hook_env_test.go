@@ -25,8 +25,10 @@ import (
 	cdispecs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/gpu/gputest"
 	"github.com/migpro/migpro/hook"
 	"github.com/migpro/migpro/hook/shimtest"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/telemetry"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
@@ -50,16 +52,9 @@ type hookEnv struct {
 	samples map[string][]telemetry.Sample
 }
 
-type fixedMem struct{}
-
-// The "NVML" side: a fixed instance figure well below the shim's bytes, so
-// peaks come from the shim and capacity from here.
-func (fixedMem) InstanceMemory(uuid string) (uint64, uint64, error) {
-	if uuid != hookMIG {
-		return 0, 0, fmt.Errorf("unknown instance %s", uuid)
-	}
-	return 4096, 20 << 30, nil
-}
+// fixedMem is the "NVML" side: a fixed instance figure well below the
+// shim's bytes, so peaks come from the shim and capacity from here.
+var fixedMem = gputest.Memory{hookMIG: {4096, 20 << 30}}
 
 func newHookEnv(t *testing.T) *hookEnv {
 	t.Helper()
@@ -80,7 +75,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 	}
 	e.art, e.hookBin, e.migctl = shimArt, migproBin(t, "migpro-hook"), migproBin(t, "migctl")
 	// No pid check: deregistration must come from the poststop hook.
-	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")), telemetry.WithPIDCheck(nil))
+	e.svc, err = telemetry.New(telemetry.WithStateDir(filepath.Join(dir, "state")), telemetry.WithPIDCheck(nil), telemetry.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +98,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 			case <-stop:
 				return
 			case <-time.After(100 * time.Millisecond):
-				e.svc.PollOnce(fixedMem{})
+				e.svc.PollOnce(fixedMem)
 			}
 		}
 	}()

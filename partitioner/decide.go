@@ -5,12 +5,15 @@ import (
 	"math/bits"
 	"sort"
 
+	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // decide chooses how to meet a request for profile, in the order reuse,
-// create in free space, destroy idle instances then create, or wait. The
-// caller holds p.mu.
+// create in free space, destroy idle instances then create, or wait (an
+// IdleAsFreePolicy weighs reuse and re-placement together). Each stage
+// generates its options, admits those the reservation allows, and orders
+// them. The caller holds p.mu.
 func (p *Partitioner) decide(profile string) (Plan, error) { return p.decidePinned(profile, nil) }
 
 // Pin restricts a request to one GPU and slot, for what-if questions such as
@@ -33,54 +36,135 @@ func (p *Partitioner) decidePinned(profile string, pin *Pin) (Plan, error) {
 	if !offered {
 		return Plan{}, fmt.Errorf("%s: %w (offered: %v)", profile, ErrUnknownProfile, p.Profiles())
 	}
-	if fp, ok := p.policy.(IdleAsFreePolicy); ok && fp.IdleAsFree() {
-		if plan, ok := p.planFree(profile, pin); ok {
+	for _, st := range p.stages() {
+		if plan, ok := p.decideStage(profile, pin, st); ok {
 			return plan, nil
 		}
-		return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
-	}
-	if plan, ok := p.planReuse(profile, pin); ok {
-		return plan, nil
-	}
-	if plan, ok := p.planCreate(profile, pin, false); ok {
-		return plan, nil
-	}
-	if plan, ok := p.planCreate(profile, pin, true); ok {
-		return plan, nil
 	}
 	return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
 }
 
-// planReuse picks the idle instance of the profile the policy ranks best for
-// reuse. Each is scored as a placement into the slot with every idle instance
-// counted as free space.
-func (p *Partitioner) planReuse(profile string, pin *Pin) (Plan, bool) {
-	var best *Instance
-	var bestC Candidate
+// stage is one step of a decision: generate the ways to meet a request, and
+// the order that ranks them.
+type stage struct {
+	generate func(profile string) []option
+	better   func(a, b *option) bool
+}
+
+// stages are the policy's steps, tried in turn until one yields a plan: for
+// an IdleAsFreePolicy one step over reuse and (re)placement together;
+// otherwise reuse, then create in free space, then destroy idle instances
+// and create.
+func (p *Partitioner) stages() []stage {
+	if fp, ok := p.policy.(IdleAsFreePolicy); ok && fp.IdleAsFree() {
+		return []stage{{p.freeOptions, p.betterFree}}
+	}
+	return []stage{
+		p.reuseStage(),
+		p.createStage(false),
+		p.createStage(true),
+	}
+}
+
+// reuseStage reuses an idle instance of the profile, ordered by the
+// policy's reuse order.
+func (p *Partitioner) reuseStage() stage {
+	return stage{generate: p.reuseOptions, better: func(a, b *option) bool { return betterReuse(p.policy, a.c, b.c) }}
+}
+
+// createStage creates in free space or, with reclaim, after destroying idle
+// instances, ordered by the policy.
+func (p *Partitioner) createStage(reclaim bool) stage {
+	return stage{
+		generate: func(profile string) []option { return p.createOptions(profile, reclaim) },
+		better:   func(a, b *option) bool { return p.policy.Better(a.c, b.c) },
+	}
+}
+
+// decideStage is one stage's decision, in three steps: generate the options,
+// keep those the pin and the reservation allow (admit, once), and order
+// them (choose).
+func (p *Partitioner) decideStage(profile string, pin *Pin, st stage) (Plan, bool) {
+	best, ok := choose(p.admit(st.generate(profile), profile, pin), st.better)
+	if !ok {
+		return Plan{}, false
+	}
+	return best.plan(profile), true
+}
+
+// option is one way to meet a request: reuse the idle instance reuse, or
+// create the profile at placement at after destroying the idle records
+// destroy (record keys, in the order to destroy them). Options of one group
+// (group >= 0) share their GPULoss: the least among the group's options
+// that are admitted.
+type option struct {
+	c       Candidate
+	slot    *slot
+	at      gpu.Placement
+	reuse   *Instance
+	destroy []int
+	group   int
+}
+
+// plan is the plan that takes option o.
+func (o *option) plan(profile string) Plan {
+	plan := Plan{Profile: profile, GPU: o.c.GPU, Reuse: o.reuse, Reachable: o.c.After, Before: o.c.Before, Loss: o.c.Loss, GPULoss: o.c.GPULoss}
+	if o.reuse != nil {
+		return plan
+	}
+	for _, k := range o.destroy {
+		r := o.slot.records[k]
+		plan.Steps = append(plan.Steps, Step{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID})
+	}
+	plan.Steps = append(plan.Steps, Step{Kind: StepCreate, GPU: o.c.GPU, Profile: profile, Placement: o.at})
+	return plan
+}
+
+// choose gives each grouped option its group's least GPULoss, then returns
+// the option better ranks first (the earliest among equals).
+func choose(opts []option, better func(a, b *option) bool) (*option, bool) {
+	least := map[int]float64{}
+	for _, o := range opts {
+		if v, ok := least[o.group]; o.group >= 0 && (!ok || o.c.GPULoss < v) {
+			least[o.group] = o.c.GPULoss
+		}
+	}
+	best := -1
+	for i := range opts {
+		if opts[i].group >= 0 {
+			opts[i].c.GPULoss = least[opts[i].group]
+		}
+		if best < 0 || better(&opts[i], &opts[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, false
+	}
+	return &opts[best], true
+}
+
+// reuseOptions are the idle instances of the profile, each scored as a
+// placement into its GPU with every idle instance counted as free space.
+func (p *Partitioner) reuseOptions(profile string) []option {
+	var out []option
 	weights := p.shapeWeights()
 	for i, s := range p.slots {
-		if !p.reservationAllows(s, profile) {
-			continue
-		}
 		idle := s.idleKeys()
 		committed := s.state(idle)
 		used := s.state(nil).Slices
 		for key := range idle {
 			r := s.records[key]
-			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) || !p.reservationClear(s, profile, r.Placement) {
+			if r.Profile != profile || !r.Complete() {
 				continue
 			}
-			c, ok := s.reuseCandidate(committed, r, weights[i], used)
-			c.NoDemand = p.demand.none()
-			if ok && (best == nil || betterReuse(p.policy, c, bestC)) {
-				best, bestC = r, c
+			if c, ok := s.reuseCandidate(committed, r, weights[i], used); ok {
+				c.NoDemand = p.mix.none()
+				out = append(out, option{c: c, slot: s, at: r.Placement, reuse: r, group: -1})
 			}
 		}
 	}
-	if best == nil {
-		return Plan{}, false
-	}
-	return Plan{Profile: profile, GPU: best.GPU, Reuse: best, Reachable: bestC.After, Before: bestC.Before, Loss: bestC.Loss, GPULoss: bestC.GPULoss}, true
+	return out
 }
 
 // reuseCandidate scores reusing r as a placement into the slot's committed
@@ -99,36 +183,23 @@ func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []fl
 		GPULoss: s.geo.Headroom(committed, weight) - s.geo.Headroom(after, weight)}, true
 }
 
-// choice is a candidate placement together with the idle records it destroys.
-type choice struct {
-	Candidate
-	slot    *slot
-	destroy []int // record keys
-}
-
-// planCreate finds the best placement for a new instance: in free space only,
-// or, with reclaim, after destroying the fewest idle instances of one GPU.
-func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, bool) {
-	var best *choice
-	noDemand := p.demand.none()
-	consider := func(c choice) {
-		c.NoDemand = noDemand
-		if best == nil || p.policy.Better(c.Candidate, best.Candidate) {
-			cc := c
-			best = &cc
-		}
-	}
+// createOptions are the placements for a new instance: in free space only,
+// or, with reclaim, after destroying each set of one GPU's idle instances.
+// The options of one GPU and destroy set form a group.
+func (p *Partitioner) createOptions(profile string, reclaim bool) []option {
+	var out []option
+	group := 0
+	noDemand := p.mix.none()
 	weights := p.shapeWeights()
 	for i, s := range p.slots {
 		pr, ok := s.profiles[profile]
-		if !ok || !p.reservationAllows(s, profile) {
+		if !ok {
 			continue
 		}
 		current := s.state(nil)
 		before := s.geo.Reachable(current)
 		capBefore := s.geo.Capacity(current, weights[i])
 		roomBefore := s.geo.Headroom(current, weights[i])
-		var batch []choice
 		for _, skip := range p.destroySets(s, reclaim) {
 			if profileCount(s, profile, skip) >= pr.MaxCount {
 				continue
@@ -141,41 +212,19 @@ func (p *Partitioner) planCreate(profile string, pin *Pin, reclaim bool) (Plan, 
 				}
 				sort.Ints(keys)
 			}
-			batch = batch[:0]
-			gpuLoss := 0.0
 			for _, o := range s.geo.Candidates(st, profile) {
-				if !pin.allows(s.dev.Index(), o.Placement.Start) || !p.reservationClear(s, profile, o.Placement) {
-					continue
-				}
 				next := s.geo.Add(st, o.Index)
-				c := choice{
-					Candidate: Candidate{GPU: s.dev.Index(), Start: o.Placement.Start, Before: before, After: s.geo.Reachable(next),
-						UsedSlices: current.Slices, Destroys: len(skip), Loss: capBefore - s.geo.Capacity(next, weights[i])},
-					slot: s, destroy: keys,
-				}
-				loss := roomBefore - s.geo.Headroom(next, weights[i])
-				if len(batch) == 0 || loss < gpuLoss {
-					gpuLoss = loss
-				}
-				batch = append(batch, c)
+				out = append(out, option{
+					c: Candidate{GPU: s.dev.Index(), Start: o.Placement.Start, Before: before, After: s.geo.Reachable(next),
+						UsedSlices: current.Slices, Destroys: len(skip), Loss: capBefore - s.geo.Capacity(next, weights[i]),
+						GPULoss: roomBefore - s.geo.Headroom(next, weights[i]), NoDemand: noDemand},
+					slot: s, at: o.Placement, destroy: keys, group: group,
+				})
 			}
-			for _, c := range batch {
-				c.GPULoss = gpuLoss
-				consider(c)
-			}
+			group++
 		}
 	}
-	if best == nil {
-		return Plan{}, false
-	}
-	plan := Plan{Profile: profile, GPU: best.GPU, Reachable: best.After, Before: best.Before, Loss: best.Loss, GPULoss: best.GPULoss}
-	for _, k := range best.destroy {
-		r := best.slot.records[k]
-		plan.Steps = append(plan.Steps, Step{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID})
-	}
-	opt, _ := best.slot.geo.OptionAt(profile, best.Start)
-	plan.Steps = append(plan.Steps, Step{Kind: StepCreate, GPU: best.GPU, Profile: profile, Placement: opt.Placement})
-	return plan, true
+	return out
 }
 
 // destroySets lists the sets of idle records that may be destroyed: only the
@@ -261,7 +310,7 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 				continue
 			}
 			if c, ok := s.reuseCandidate(committed, r, weights[i], used); ok {
-				c.NoDemand = p.demand.none()
+				c.NoDemand = p.mix.none()
 				list = append(list, scored{r.UUID, c})
 			}
 		}

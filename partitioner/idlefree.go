@@ -19,46 +19,16 @@ type IdleAsFreePolicy interface {
 // IdleAsFree makes migpro re-place idle instances.
 func (Migpro) IdleAsFree() bool { return true }
 
-// planFree is the decision of an IdleAsFreePolicy: reuse and create
-// candidates, each scored against the GPU's committed (non-idle) state.
-func (p *Partitioner) planFree(profile string, pin *Pin) (Plan, bool) {
-	type option struct {
-		c       Candidate
-		reuse   *Instance
-		slot    *slot
-		destroy []int
-	}
-	var best *option
-	better := func(a, b *option) bool {
-		// While nothing waits, an idle instance of the profile is reused
-		// before another is made: a create costs NVML time the request
-		// waits for, for a better place no waiting request needs. With
-		// requests waiting, the losses decide (an idle instance in a
-		// waiting request's way is re-placed).
-		if (a.reuse != nil) != (b.reuse != nil) && p.demand.npend == 0 {
-			return a.reuse != nil
-		}
-		// With no demand to weigh the losses say nothing; the policy
-		// decides after destroys (Migpro then as Reachability).
-		if d := a.c.GPULoss - b.c.GPULoss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
-			return d < 0
-		}
-		if d := a.c.Loss - b.c.Loss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
-			return d < 0
-		}
-		if (a.reuse != nil) != (b.reuse != nil) {
-			return a.reuse != nil
-		}
-		if a.c.Destroys != b.c.Destroys {
-			return a.c.Destroys < b.c.Destroys
-		}
-		return p.policy.Better(a.c, b.c)
-	}
+// freeOptions are the options of an IdleAsFreePolicy: reuse and create,
+// each scored against its GPU's committed (non-idle) state, a create
+// destroying the idle instances in its way (victims). A GPU's options form
+// one group.
+func (p *Partitioner) freeOptions(profile string) []option {
+	var out []option
 	weights := p.shapeWeights()
-	var batch []option
 	for i, s := range p.slots {
 		pr, ok := s.profiles[profile]
-		if !ok || !p.reservationAllows(s, profile) {
+		if !ok {
 			continue
 		}
 		idle := s.idleKeys()
@@ -66,63 +36,63 @@ func (p *Partitioner) planFree(profile string, pin *Pin) (Plan, bool) {
 		used := s.state(nil).Slices
 		reach := s.geo.Reachable(committed)
 		capB, roomB := s.geo.Capacity(committed, weights[i]), s.geo.Headroom(committed, weights[i])
-		noDemand := p.demand.none()
+		noDemand := p.mix.none()
 		score := func(after geometry.State, start, destroys int) Candidate {
 			return Candidate{GPU: s.dev.Index(), Start: start, Before: reach, After: s.geo.Reachable(after), UsedSlices: used,
 				Destroys: destroys, Loss: capB - s.geo.Capacity(after, weights[i]), GPULoss: roomB - s.geo.Headroom(after, weights[i]),
 				NoDemand: noDemand}
 		}
-		batch = batch[:0]
 		for key := range idle {
 			r := s.records[key]
-			if r.Profile != profile || !r.Complete() || !pin.allows(r.GPU, r.Placement.Start) || !p.reservationClear(s, profile, r.Placement) {
+			if r.Profile != profile || !r.Complete() {
 				continue
 			}
 			o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
 			if !ok {
 				continue
 			}
-			batch = append(batch, option{c: score(s.geo.Add(committed, o.Index), r.Placement.Start, 0), reuse: r, slot: s})
+			out = append(out, option{c: score(s.geo.Add(committed, o.Index), r.Placement.Start, 0), slot: s, at: r.Placement, reuse: r, group: i})
 		}
 		for _, o := range s.geo.Candidates(committed, profile) {
-			if !pin.allows(s.dev.Index(), o.Placement.Start) || !p.reservationClear(s, profile, o.Placement) {
-				continue
-			}
 			victims, ok := s.victims(committed, idle, o, profile, pr.MaxCount)
 			if !ok {
 				continue
 			}
-			batch = append(batch, option{c: score(s.geo.Add(committed, o.Index), o.Placement.Start, len(victims)), slot: s, destroy: victims})
-		}
-		gpuLoss := 0.0
-		for k := range batch {
-			if k == 0 || batch[k].c.GPULoss < gpuLoss {
-				gpuLoss = batch[k].c.GPULoss
-			}
-		}
-		for k := range batch {
-			batch[k].c.GPULoss = gpuLoss
-			if best == nil || better(&batch[k], best) {
-				o := batch[k]
-				best = &o
-			}
+			out = append(out, option{c: score(s.geo.Add(committed, o.Index), o.Placement.Start, len(victims)), slot: s, at: o.Placement,
+				destroy: victims, group: i})
 		}
 	}
-	if best == nil {
-		return Plan{}, false
+	return out
+}
+
+// betterFree ranks an IdleAsFreePolicy's options: while nothing waits,
+// reuse before create; then least lost headroom, least lost capacity (both
+// only with a mix to weigh), reuse before create, fewest destroyed, then the
+// policy's own order.
+func (p *Partitioner) betterFree(a, b *option) bool {
+	// While nothing waits, an idle instance of the profile is reused
+	// before another is made: a create costs NVML time the request
+	// waits for, for a better place no waiting request needs. With
+	// requests waiting, the losses decide (an idle instance in a
+	// waiting request's way is re-placed).
+	if (a.reuse != nil) != (b.reuse != nil) && p.mix.npend == 0 {
+		return a.reuse != nil
 	}
-	plan := Plan{Profile: profile, GPU: best.c.GPU, Reuse: best.reuse, Reachable: best.c.After, Before: best.c.Before,
-		Loss: best.c.Loss, GPULoss: best.c.GPULoss}
-	if best.reuse != nil {
-		return plan, true
+	// With no mix to weigh the losses say nothing; the policy decides
+	// after destroys (Migpro then as Reachability).
+	if d := a.c.GPULoss - b.c.GPULoss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
+		return d < 0
 	}
-	for _, k := range best.destroy {
-		r := best.slot.records[k]
-		plan.Steps = append(plan.Steps, Step{Kind: StepDestroy, GPU: r.GPU, Profile: r.Profile, Placement: r.Placement, GIID: r.GIID})
+	if d := a.c.Loss - b.c.Loss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
+		return d < 0
 	}
-	opt := best.slot.geo.Options[best.slot.optionIndex(profile, best.c.Start)]
-	plan.Steps = append(plan.Steps, Step{Kind: StepCreate, GPU: best.c.GPU, Profile: profile, Placement: opt.Placement})
-	return plan, true
+	if (a.reuse != nil) != (b.reuse != nil) {
+		return a.reuse != nil
+	}
+	if a.c.Destroys != b.c.Destroys {
+		return a.c.Destroys < b.c.Destroys
+	}
+	return p.policy.Better(a.c, b.c)
 }
 
 // victims are the idle records that must go for option o to be created on
@@ -186,11 +156,4 @@ func (s *slot) victims(committed geometry.State, idle map[int]bool, o geometry.O
 		kept = append(kept[:pick], kept[pick+1:]...)
 	}
 	return out, slices <= s.geo.Slices && count <= maxCount
-}
-
-// optionIndex is the geometry option of a profile at a start; the caller
-// knows it exists.
-func (s *slot) optionIndex(profile string, start int) int {
-	o, _ := s.geo.OptionAt(profile, start)
-	return o.Index
 }

@@ -25,7 +25,7 @@ func (p *Partitioner) AllocateAt(ctx context.Context, profile string, pin *Pin, 
 // ErrMustWait when there is no free room.
 func (p *Partitioner) Provision(ctx context.Context, profile string) (Instance, Plan, error) {
 	return p.allocate(ctx, profile, "", func() (Plan, error) {
-		if plan, ok := p.planCreate(profile, nil, false); ok {
+		if plan, ok := p.decideStage(profile, nil, p.createStage(false)); ok {
 			return plan, nil
 		}
 		return Plan{}, fmt.Errorf("%s: %w", profile, ErrMustWait)
@@ -43,7 +43,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 		p.mu.Unlock()
 		return Instance{}, plan, err
 	}
-	p.demand.observe(profile, p.now())
+	p.mix.observe(profile, p.now())
 	if plan.Reuse != nil {
 		if owner != "" {
 			plan.Reuse.State, plan.Reuse.Owner = InUse, owner

@@ -16,7 +16,7 @@ func TestMigproWithoutDemandPlacesAsReachability(t *testing.T) {
 		t.Errorf("layouts reachable after the first 1g.5gb: %d, want 33", plan.Reachable)
 	}
 	// The second request has the first to weigh: demand decides from here.
-	if w := p.Demand()["1g.5gb"]; w <= 0.15 {
+	if w := p.Mix()["1g.5gb"]; w <= 0.15 {
 		t.Errorf("1g.5gb weight %.2f after serving one, want above the prior", w)
 	}
 }

@@ -2,6 +2,7 @@ package partitioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -30,11 +31,11 @@ type Partitioner struct {
 	// partitioner's records do not know (e.g. the kubelet). Checked before
 	// every destroy.
 	busy func(ctx context.Context, inst Instance) (bool, error)
-	// demand is the node's request mix, for the migpro policy.
-	demand demand
+	// mix is the node's workload mix, for the migpro policy.
+	mix mix
 	// reserved holds room on one GPU for one profile (see Reserve).
 	reserved *Reservation
-	// now is the clock the demand mix decays by.
+	// now is the clock the workload mix decays by.
 	now func() time.Time
 }
 
@@ -112,9 +113,12 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.clock =
 // records); half-made ones (a GPU instance without its compute instance) are
 // rolled back.
 func New(node gpu.Node, opts ...Option) (*Partitioner, error) {
-	cfg := config{policy: DefaultPolicy, log: logrus.StandardLogger(), clock: time.Now}
+	cfg := config{policy: DefaultPolicy, clock: time.Now}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.log == nil {
+		return nil, errors.New("partitioner: no logger (WithLogger)")
 	}
 	p := &Partitioner{policy: cfg.policy, hooks: cfg.hooks, log: cfg.log, busy: cfg.busy, now: cfg.clock}
 	geos := map[string]*geometry.Geometry{} // computed once per GPU model

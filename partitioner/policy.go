@@ -17,12 +17,12 @@ type Candidate struct {
 	UsedSlices int
 	// Destroys is how many idle instances must go first.
 	Destroys int
-	// Loss is how much demand-weighted capacity the GPU loses (see
+	// Loss is how much mix-weighted capacity the GPU loses (see
 	// geometry.Capacity, weighted by the node's request mix): the node's
 	// loss too, since no other GPU changes. It can be negative when
 	// destroying idle instances frees more than the new one takes.
 	Loss float64
-	// GPULoss is the least demand-weighted headroom (geometry.Headroom) any
+	// GPULoss is the least mix-weighted headroom (geometry.Headroom) any
 	// placement of this request on the candidate's GPU costs: how much the
 	// node loses by choosing that GPU at all.
 	GPULoss float64
@@ -54,22 +54,22 @@ func betterReuse(p Policy, a, b Candidate) bool {
 	return Reachability{}.BetterReuse(a, b)
 }
 
-// lossEpsilon is below any difference of demand-weighted capacity that
+// lossEpsilon is below any difference of mix-weighted capacity that
 // matters; smaller ones are ties (float sums in different orders).
 const lossEpsilon = 1e-9
 
-// Migpro is the default policy: demand-aware placement.
+// Migpro is the default policy: placement weighted by the workload mix.
 //
 // Profiles are weighted by how much they are wanted (the node's recent mix
 // and pending requests; a profile only some GPUs of a mixed node offer
 // weighs more on each of them) times their slices. It decides in two levels:
 //
-//   - the GPU whose best placement loses the least demand-weighted
+//   - the GPU whose best placement loses the least mix-weighted
 //     headroom: per profile, the most instances the GPU could still take.
 //     That packs by itself (a small instance on an empty GPU costs its
 //     whole-GPU and half-GPU instances, which a busy GPU already lost), and
 //     it keeps the only GPU that can still hold a wanted profile for it;
-//   - on that GPU, the placement losing the least demand-weighted capacity:
+//   - on that GPU, the placement losing the least mix-weighted capacity:
 //     the maximal layouts still reachable, each counted by the instances it
 //     would add and by the share of slices and memory slots it uses, so a
 //     placement that strands room (a 1g in the top slot, which only larger
@@ -116,7 +116,7 @@ func (Migpro) BetterReuse(a, b Candidate) bool {
 }
 
 // Reachability is the plain reachability count, in two levels, kept to
-// compare against: it counts reachable layouts and ignores demand.
+// compare against: it counts reachable layouts and ignores the mix.
 //
 // Across GPUs it packs: a GPU that already holds instances is preferred to an
 // empty one, so empty GPUs stay whole for large profiles (a 7g needs a whole

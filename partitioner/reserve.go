@@ -67,6 +67,21 @@ func (p *Partitioner) Reserved() (Reservation, bool) {
 	return *p.reserved, true
 }
 
+// admit keeps the options a request for profile may take: at the pinned GPU
+// and slot when pin is set, and clear of the reservation (it holds no whole
+// GPU for another profile, and no slots the option needs). It is the
+// decision's one reservation check, between generating the options and
+// ordering them. The caller holds p.mu.
+func (p *Partitioner) admit(opts []option, profile string, pin *Pin) []option {
+	out := opts[:0]
+	for _, o := range opts {
+		if pin.allows(o.c.GPU, o.at.Start) && p.reservationAllows(o.slot, profile) && p.reservationClear(o.slot, profile, o.at) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // reservationAllows reports whether a request for profile may use slot s at
 // all: not when the reservation holds the whole GPU for another profile. The
 // caller holds p.mu.

@@ -83,12 +83,12 @@ func (p *Partitioner) planLarger(profile string, pin *Pin) (Plan, bool) {
 		return subs[a].name < subs[b].name
 	})
 	for _, sub := range subs {
-		if plan, ok := p.planReuse(sub.name, pin); ok {
+		if plan, ok := p.decideStage(sub.name, pin, p.reuseStage()); ok {
 			return p.substituted(profile, plan), true
 		}
 	}
 	for _, sub := range subs {
-		if plan, ok := p.planCreate(sub.name, pin, false); ok {
+		if plan, ok := p.decideStage(sub.name, pin, p.createStage(false)); ok {
 			return p.substituted(profile, plan), true
 		}
 	}

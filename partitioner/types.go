@@ -73,7 +73,7 @@ type Plan struct {
 	// Reachable is how many layouts of the chosen GPU stay reachable after the
 	// plan, and Before how many were reachable before.
 	Reachable, Before int
-	// Loss and GPULoss are the chosen candidate's demand-weighted losses
+	// Loss and GPULoss are the chosen candidate's mix-weighted losses
 	// (Candidate.Loss, Candidate.GPULoss), for a caller choosing between
 	// nodes.
 	Loss, GPULoss float64

@@ -14,7 +14,7 @@ import (
 // n instances of one profile.
 func benchService(b *testing.B, n int) (*service, []string) {
 	b.Helper()
-	inv := NewFakeInventory("1g.5gb")
+	inv := newFakeInventory("1g.5gb")
 	var ids []string
 	for i := range n {
 		id := fmt.Sprintf("MIG-%08x-1111-2222-3333-444444444444", i)
@@ -44,7 +44,7 @@ func BenchmarkAllocate(b *testing.B) {
 // socket, with a registered plugin.
 func BenchmarkAllocateGRPC(b *testing.B) {
 	dir := b.TempDir()
-	inv := NewFakeInventory("1g.5gb")
+	inv := newFakeInventory("1g.5gb")
 	inv.Put("1g.5gb", dev(uuidA, true))
 	log := quietlog.New()
 	cfg := defaultConfig()
@@ -80,7 +80,7 @@ func BenchmarkListAndWatchList(b *testing.B) {
 // ListAndWatch list over the unix socket.
 func BenchmarkAdvertise(b *testing.B) {
 	dir := b.TempDir()
-	inv := NewFakeInventory("1g.5gb")
+	inv := newFakeInventory("1g.5gb")
 	log := quietlog.New()
 	m, err := NewManager(inv, WithPluginDir(dir), WithLogger(log))
 	if err != nil {

@@ -12,6 +12,9 @@ import (
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/migpro/migpro/defaults"
+
+	"github.com/migpro/migpro/internal/quietlog"
+	"github.com/migpro/migpro/plugin/plugintest"
 )
 
 // TestKubeletRestartReRegisters plays a kubelet restart: the old kubelet goes
@@ -19,20 +22,20 @@ import (
 // plugin must serve on a fresh socket and register with the new kubelet.
 func TestKubeletRestartReRegisters(t *testing.T) {
 	dir := shortDir(t)
-	old := startFakeKubelet(t, dir, 0)
-	inv := NewFakeInventory("1g.10gb", "3g.40gb")
+	old := plugintest.StartKubelet(t, dir, 0)
+	inv := newFakeInventory("1g.10gb", "3g.40gb")
 	inv.Put("1g.10gb", dev(uuidA, true))
 	m, _ := startManager(t, dir, inv)
 	for range 2 {
-		old.nextRegistration(t)
+		old.Next(t)
 	}
 
-	old.srv.Stop() // removes kubelet.sock
+	old.Stop() // removes kubelet.sock
 	for _, p := range []string{"migpro-1g.10gb.sock", "migpro-3g.40gb.sock", defaults.KubeletSocketName} {
 		_ = os.Remove(filepath.Join(dir, p))
 	}
-	k := startFakeKubelet(t, dir, 0)
-	k.waitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
+	k := plugintest.StartKubelet(t, dir, 0)
+	k.WaitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
 	eventually(t, "all plugins registered", func() bool {
 		for _, s := range m.Status() {
 			if !s.Registered || !s.Serving {
@@ -56,16 +59,16 @@ func TestKubeletRestartReRegisters(t *testing.T) {
 // sockets stay); the fsnotify watch alone must trigger the re-registration.
 func TestKubeletSockRecreated(t *testing.T) {
 	dir := shortDir(t)
-	old := startFakeKubelet(t, dir, 0)
-	m, _ := startManager(t, dir, NewFakeInventory("1g.10gb", "3g.40gb"))
-	old.waitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
+	old := plugintest.StartKubelet(t, dir, 0)
+	m, _ := startManager(t, dir, newFakeInventory("1g.10gb", "3g.40gb"))
+	old.WaitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
 	eventually(t, "registered", func() bool {
 		st := m.Status()
 		return len(st) == 2 && st[0].Registered && st[1].Registered
 	})
-	old.srv.Stop()
-	k := startFakeKubelet(t, dir, 0)
-	k.waitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
+	old.Stop()
+	k := plugintest.StartKubelet(t, dir, 0)
+	k.WaitRegistered(t, "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")
 	for _, s := range []string{"migpro-1g.10gb.sock", "migpro-3g.40gb.sock"} {
 		if _, err := dialPlugin(t, filepath.Join(dir, s)).GetDevicePluginOptions(context.Background(), &v1beta1.Empty{}); err != nil {
 			t.Errorf("%s does not serve: %v", s, err)
@@ -82,10 +85,10 @@ func TestPluginDirRecreated(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	old := startFakeKubelet(t, dir, 0)
-	m, _ := startManager(t, dir, NewFakeInventory("1g.5gb"))
-	old.nextRegistration(t)
-	old.srv.Stop()
+	old := plugintest.StartKubelet(t, dir, 0)
+	m, _ := startManager(t, dir, newFakeInventory("1g.5gb"))
+	old.Next(t)
+	old.Stop()
 	// Delete the directory in one step (a plain rm -rf can race with the
 	// plugin making its socket again and fail with "directory not empty").
 	if err := os.Rename(dir, dir+".old"); err != nil {
@@ -95,25 +98,25 @@ func TestPluginDirRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "directory made again with the plugin socket", func() bool { return exists(filepath.Join(dir, "migpro-1g.5gb.sock")) })
-	k := startFakeKubelet(t, dir, 0)
-	k.waitRegistered(t, "nvidia.com/mig-1g.5gb")
+	k := plugintest.StartKubelet(t, dir, 0)
+	k.WaitRegistered(t, "nvidia.com/mig-1g.5gb")
 	// The new directory is watched: a kubelet restart alone is seen.
 	// Once registered, no registration loop runs any more: only the watch
 	// can notice the next kubelet.
 	eventually(t, "registered", func() bool { st := m.Status(); return len(st) == 1 && st[0].Registered })
-	k.srv.Stop()
-	k2 := startFakeKubelet(t, dir, 0)
-	k2.waitRegistered(t, "nvidia.com/mig-1g.5gb")
+	k.Stop()
+	k2 := plugintest.StartKubelet(t, dir, 0)
+	k2.WaitRegistered(t, "nvidia.com/mig-1g.5gb")
 }
 
 // TestRegistrationRetries: the kubelet refuses the first attempts, and the
 // plugin keeps trying with backoff until it is accepted.
 func TestRegistrationRetries(t *testing.T) {
 	dir := shortDir(t)
-	k := startFakeKubelet(t, dir, 3)
-	m, _ := startManager(t, dir, NewFakeInventory("1g.5gb"))
-	k.nextRegistration(t)
-	if n := k.attempts(); n != 4 {
+	k := plugintest.StartKubelet(t, dir, 3)
+	m, _ := startManager(t, dir, newFakeInventory("1g.5gb"))
+	k.Next(t)
+	if n := k.Attempts(); n != 4 {
 		t.Errorf("kubelet saw %d attempts, want 4 (3 refused + 1)", n)
 	}
 	eventually(t, "status registered", func() bool {
@@ -133,7 +136,7 @@ func TestStaleKubeletSocket(t *testing.T) {
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close() // the socket file stays: stale
-	m, _ := startManager(t, dir, NewFakeInventory("1g.5gb"))
+	m, _ := startManager(t, dir, newFakeInventory("1g.5gb"))
 	eventually(t, "a refused registration", func() bool {
 		st := m.Status()
 		return len(st) == 1 && st[0].Attempts >= 2 && strings.Contains(st[0].LastError, "connection refused")
@@ -141,8 +144,8 @@ func TestStaleKubeletSocket(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, defaults.KubeletSocketName)); err != nil {
 		t.Fatal(err)
 	}
-	k := startFakeKubelet(t, dir, 0)
-	if r := k.nextRegistration(t); r.ResourceName != "nvidia.com/mig-1g.5gb" {
+	k := plugintest.StartKubelet(t, dir, 0)
+	if r := k.Next(t); r.ResourceName != "nvidia.com/mig-1g.5gb" {
 		t.Errorf("registration %+v", r)
 	}
 }
@@ -150,14 +153,14 @@ func TestStaleKubeletSocket(t *testing.T) {
 // TestProfilesChange: servers follow the inventory's profiles.
 func TestProfilesChange(t *testing.T) {
 	dir := shortDir(t)
-	k := startFakeKubelet(t, dir, 0)
-	inv := NewFakeInventory("1g.10gb")
+	k := plugintest.StartKubelet(t, dir, 0)
+	inv := newFakeInventory("1g.10gb")
 	m, _ := startManager(t, dir, inv, WithDomain("example.org"))
-	if r := k.nextRegistration(t); r.ResourceName != "example.org/mig-1g.10gb" {
+	if r := k.Next(t); r.ResourceName != "example.org/mig-1g.10gb" {
 		t.Fatalf("registration %+v", r)
 	}
 	inv.SetProfiles("2g.20gb", "1g.10gb+me")
-	k.waitRegistered(t, "example.org/mig-1g.10gb.me", "example.org/mig-2g.20gb")
+	k.WaitRegistered(t, "example.org/mig-1g.10gb.me", "example.org/mig-2g.20gb")
 	eventually(t, "old socket removed", func() bool { return !exists(filepath.Join(dir, "migpro-1g.10gb.sock")) })
 	if want := []string{"example.org/mig-1g.10gb.me", "example.org/mig-2g.20gb"}; !slices.Equal(m.Resources(), want) {
 		t.Errorf("Resources = %q, want %q", m.Resources(), want)
@@ -173,14 +176,14 @@ func TestProfilesChange(t *testing.T) {
 // registered again.
 func TestPluginSocketDeleted(t *testing.T) {
 	dir := shortDir(t)
-	k := startFakeKubelet(t, dir, 0)
-	startManager(t, dir, NewFakeInventory("1g.5gb"))
-	k.nextRegistration(t)
+	k := plugintest.StartKubelet(t, dir, 0)
+	startManager(t, dir, newFakeInventory("1g.5gb"))
+	k.Next(t)
 	sock := filepath.Join(dir, "migpro-1g.5gb.sock")
 	if err := os.Remove(sock); err != nil {
 		t.Fatal(err)
 	}
-	k.nextRegistration(t)
+	k.Next(t)
 	if !exists(sock) {
 		t.Fatal("socket not made again")
 	}
@@ -193,10 +196,10 @@ func TestPluginSocketDeleted(t *testing.T) {
 // sockets, and leaves kubelet.sock alone.
 func TestStopRemovesSockets(t *testing.T) {
 	dir := shortDir(t)
-	k := startFakeKubelet(t, dir, 0)
-	_, stop := startManager(t, dir, NewFakeInventory("1g.5gb", "7g.80gb"))
-	k.nextRegistration(t)
-	k.nextRegistration(t)
+	k := plugintest.StartKubelet(t, dir, 0)
+	_, stop := startManager(t, dir, newFakeInventory("1g.5gb", "7g.80gb"))
+	k.Next(t)
+	k.Next(t)
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -212,7 +215,7 @@ func TestStopRemovesSockets(t *testing.T) {
 
 func TestRunTwiceRefused(t *testing.T) {
 	dir := shortDir(t)
-	m, _ := startManager(t, dir, NewFakeInventory("1g.5gb"))
+	m, _ := startManager(t, dir, newFakeInventory("1g.5gb"))
 	eventually(t, "serving", func() bool { st := m.Status(); return len(st) == 1 && st[0].Serving })
 	if err := m.Run(context.Background()); err == nil {
 		t.Error("second Run accepted")
@@ -220,16 +223,19 @@ func TestRunTwiceRefused(t *testing.T) {
 }
 
 func TestNewManagerRejectsBadConfig(t *testing.T) {
-	inv := NewFakeInventory()
+	inv := newFakeInventory()
 	for name, opts := range map[string][]Option{
 		"empty dir":    {WithPluginDir("")},
 		"empty domain": {WithDomain("")},
 		"bad domain":   {WithDomain("Nvidia.com/x")},
 		"bad backoff":  {WithRegisterBackoff(0, 0)},
 	} {
-		if _, err := NewManager(inv, opts...); err == nil {
+		if _, err := NewManager(inv, append([]Option{WithLogger(quietlog.New())}, opts...)...); err == nil {
 			t.Errorf("%s accepted", name)
 		}
+	}
+	if _, err := NewManager(inv, WithPluginDir(t.TempDir())); err == nil {
+		t.Error("no logger accepted")
 	}
 	if _, err := NewManager(nil); err == nil {
 		t.Error("nil inventory accepted")

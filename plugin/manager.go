@@ -40,7 +40,7 @@ func NewManager(inv Inventory, opts ...Option) (*Manager, error) {
 		o(&c)
 	}
 	if c.log == nil {
-		c.log = logrus.StandardLogger()
+		return nil, errors.New("plugin: no logger (WithLogger)")
 	}
 	if c.prefer == nil {
 		c.prefer = DefaultPreference

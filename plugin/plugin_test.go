@@ -15,6 +15,8 @@ import (
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/migpro/migpro/defaults"
+
+	"github.com/migpro/migpro/plugin/plugintest"
 )
 
 const (
@@ -55,11 +57,11 @@ func recvList(t *testing.T, s grpc.ServerStreamingClient[v1beta1.ListAndWatchRes
 
 func TestRegisterAndListAndWatch(t *testing.T) {
 	dir := shortDir(t)
-	k := startFakeKubelet(t, dir, 0)
-	inv := NewFakeInventory("1g.10gb")
+	k := plugintest.StartKubelet(t, dir, 0)
+	inv := newFakeInventory("1g.10gb")
 	startManager(t, dir, inv)
 
-	r := k.nextRegistration(t)
+	r := k.Next(t)
 	if r.Version != v1beta1.Version || r.ResourceName != "nvidia.com/mig-1g.10gb" || r.Endpoint != "migpro-1g.10gb.sock" {
 		t.Fatalf("registration = %+v", r)
 	}
@@ -104,8 +106,8 @@ func TestRegisterAndListAndWatch(t *testing.T) {
 
 func TestAllocate(t *testing.T) {
 	dir := shortDir(t)
-	k := startFakeKubelet(t, dir, 0)
-	inv := NewFakeInventory("2g.20gb")
+	k := plugintest.StartKubelet(t, dir, 0)
+	inv := newFakeInventory("2g.20gb")
 	inv.Put("2g.20gb", dev(uuidA, true))
 	inv.Put("2g.20gb", dev(uuidB, true))
 	inv.Put("2g.20gb", dev(uuidC, false))
@@ -127,7 +129,7 @@ func TestAllocate(t *testing.T) {
 		return nil
 	}
 	startManager(t, dir, inv, WithAllocateCheck(check))
-	c := dialPlugin(t, dir+"/"+k.nextRegistration(t).Endpoint)
+	c := dialPlugin(t, dir+"/"+k.Next(t).Endpoint)
 
 	resp, err := c.Allocate(context.Background(), &v1beta1.AllocateRequest{ContainerRequests: []*v1beta1.ContainerAllocateRequest{
 		{DevicesIds: []string{uuidA}},
@@ -194,8 +196,8 @@ func TestAllocate(t *testing.T) {
 
 func TestGetPreferredAllocation(t *testing.T) {
 	dir := shortDir(t)
-	k := startFakeKubelet(t, dir, 0)
-	inv := NewFakeInventory("1g.5gb")
+	k := plugintest.StartKubelet(t, dir, 0)
+	inv := newFakeInventory("1g.5gb")
 	var asked string
 	prefer := func(profile string, available, must []string, size int) []string {
 		asked = profile
@@ -206,7 +208,7 @@ func TestGetPreferredAllocation(t *testing.T) {
 		return []string{available[len(available)-1]}
 	}
 	startManager(t, dir, inv, WithPreference(prefer))
-	c := dialPlugin(t, dir+"/"+k.nextRegistration(t).Endpoint)
+	c := dialPlugin(t, dir+"/"+k.Next(t).Endpoint)
 
 	req := func(avail, must []string, size int32) []string {
 		t.Helper()

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"github.com/migpro/migpro/internal/quietlog"
 	"net"
 	"testing"
 )
@@ -8,7 +9,7 @@ import (
 // BenchmarkIngest is the agent's per-sample cost without the socket: decode,
 // bounds, aggregate, ring, publish. ns/op → samples/s = 1e9/ns.
 func BenchmarkIngest(b *testing.B) {
-	s, err := New(WithStateDir(b.TempDir()), WithPIDCheck(nil), WithRate(1e9, 1e9))
+	s, err := New(WithLogger(quietlog.New()), WithStateDir(b.TempDir()), WithPIDCheck(nil), WithRate(1e9, 1e9))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func BenchmarkIngestSocket(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(WithStateDir(dir), WithPIDCheck(nil), WithRate(1e9, 1e9), WithRingSize(1024))
+	s, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(nil), WithRate(1e9, 1e9), WithRingSize(1024))
 	if err != nil {
 		b.Fatal(err)
 	}

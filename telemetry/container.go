@@ -46,6 +46,10 @@ type container struct {
 	frees    uint64
 	nvmlUsed uint64
 	nvmlPeak uint64
+	// first is the first sample's time and lastShim the latest shim
+	// sample: with nvmlUsed, the merged usage (usage.go).
+	first    time.Time
+	lastShim Sample
 	capacity uint64
 	count    uint64
 	tokens   float64
@@ -250,12 +254,13 @@ func (s *Service) ingest(c *container, hostPID int32, b []byte, truncated bool) 
 	return true
 }
 
-// publish hands smp to the subscribers in ring order. Called with c.mu
-// held, which it releases. Each sample takes a ticket under c.mu and waits
+// publish hands smp, and the merged usage it makes, to the subscribers in
+// ring order. Called with c.mu held, which it releases. Each sample takes a ticket under c.mu and waits
 // for its turn without holding c.mu, so the shim reader and the poller
 // deliver one at a time and in ring order, and a subscriber may still call
 // Samples.
 func (c *container) publish(s *Service, smp Sample) {
+	u := c.merge(smp)
 	id, ticket := c.reg.ID, c.pubNext
 	c.pubNext++
 	c.mu.Unlock()
@@ -264,7 +269,7 @@ func (c *container) publish(s *Service, smp Sample) {
 		c.pubCond.Wait()
 	}
 	c.pubMu.Unlock()
-	s.publish(id, smp)
+	s.publish(id, smp, u)
 	c.pubMu.Lock()
 	c.pubDone++
 	c.pubCond.Broadcast()

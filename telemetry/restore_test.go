@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/sirupsen/logrus"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestRestoreKeepsContainersItCouldNotSee(t *testing.T) {
 	dir := shortDir(t)
 	blind := func(int) bool { return false }
-	s1, err := New(WithStateDir(dir), WithPIDCheck(blind))
+	s1, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(blind))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestRestoreKeepsContainersItCouldNotSee(t *testing.T) {
 	}
 	// Seen when registered, but from another pid namespace than the
 	// restarted agent's.
-	s0, err := New(WithStateDir(dir), WithPIDCheck(func(int) bool { return true }))
+	s0, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(func(int) bool { return true }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestRestoreKeepsContainersItCouldNotSee(t *testing.T) {
 	var logs bytes.Buffer
 	l := logrus.New()
 	l.SetOutput(&logs)
-	s2, err := New(WithStateDir(dir), WithPIDCheck(blind), WithLogger(l))
+	s2, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(blind), WithLogger(l))
 	if err != nil {
 		t.Fatal(err)
 	}

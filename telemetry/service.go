@@ -148,7 +148,8 @@ type Service struct {
 	realClock bool // cfg.now is time.Now, so ingest may reuse its clock read
 	st        stats
 	subs      atomic.Pointer[[]func(string, Sample)]
-	subMu     sync.Mutex // serialises OnSample writers; guards ends and failOpens
+	usageSubs atomic.Pointer[[]func(string, Usage)]
+	subMu     sync.Mutex // serialises OnSample and OnUsage writers; guards ends and failOpens
 	ends      []func(Registration, uint64)
 	failOpens []func(Registration, string)
 
@@ -162,10 +163,13 @@ func New(opts ...Option) (*Service, error) {
 	cfg := config{
 		stateDir: DefaultStateDir, ringSize: DefaultRingSize, maxContainers: DefaultMaxContainers,
 		maxProcesses: DefaultMaxProcesses, rate: DefaultRate, burst: DefaultBurst,
-		log: logrus.StandardLogger(), pidAlive: procAlive, pidNS: ownPIDNamespace, pidNSOf: pidNamespaceOf,
+		pidAlive: procAlive, pidNS: ownPIDNamespace, pidNSOf: pidNamespaceOf,
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.log == nil {
+		return nil, errors.New("telemetry: no logger (WithLogger)")
 	}
 	if cfg.ringSize < 1 || cfg.maxContainers < 1 || cfg.maxProcesses < 1 || cfg.rate <= 0 || cfg.burst < 1 {
 		return nil, fmt.Errorf("telemetry: bounds must be positive (ring %d, containers %d, processes %d, rate %v, burst %v)",
@@ -205,10 +209,15 @@ func (s *Service) OnSample(fn func(containerID string, smp Sample)) {
 	s.subs.Store(&next)
 }
 
-func (s *Service) publish(id string, smp Sample) {
+func (s *Service) publish(id string, smp Sample, u Usage) {
 	if subs := s.subs.Load(); subs != nil {
 		for _, fn := range *subs {
 			fn(id, smp)
+		}
+	}
+	if subs := s.usageSubs.Load(); subs != nil {
+		for _, fn := range *subs {
+			fn(id, u)
 		}
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/migpro/migpro/gpu/gputest"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // shortDir keeps socket paths under the 108-byte unix limit.
@@ -28,7 +31,7 @@ func shortDir(t *testing.T) string {
 func newService(t *testing.T, opts ...Option) *Service {
 	t.Helper()
 	opts = append([]Option{WithStateDir(shortDir(t)), WithPIDCheck(nil)}, opts...)
-	s, err := New(opts...)
+	s, err := New(append([]Option{WithLogger(quietlog.New())}, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -245,16 +248,6 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-type fakeMem map[string][2]uint64
-
-func (f fakeMem) InstanceMemory(u string) (uint64, uint64, error) {
-	m, ok := f[u]
-	if !ok {
-		return 0, 0, errors.New("no such instance")
-	}
-	return m[0], m[1], nil
-}
-
 func TestPollerAndExitedContainers(t *testing.T) {
 	alive := map[int]bool{10: true, 20: true, 30: true}
 	var mu sync.Mutex
@@ -275,7 +268,7 @@ func TestPollerAndExitedContainers(t *testing.T) {
 	mu.Lock()
 	delete(alive, 30) // "gone" exits after registering
 	mu.Unlock()
-	mem := fakeMem{"MIG-1": {100, 1000}, "MIG-2": {50, 500}}
+	mem := gputest.Memory{"MIG-1": {100, 1000}, "MIG-2": {50, 500}}
 	s.PollOnce(mem)
 	mem["MIG-1"] = [2]uint64{80, 1000}
 	s.PollOnce(mem)
@@ -305,7 +298,7 @@ func TestPollerAndExitedContainers(t *testing.T) {
 
 func TestRestoreRebindsSockets(t *testing.T) {
 	dir := shortDir(t)
-	s1, err := New(WithStateDir(dir), WithPIDCheck(nil))
+	s1, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +311,7 @@ func TestRestoreRebindsSockets(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "containers", "junk"), 0o755)
 	// A container that exited while the agent was down is cleaned up, not
 	// resurrected.
-	s0, err := New(WithStateDir(dir), WithPIDCheck(func(int) bool { return true }))
+	s0, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(func(int) bool { return true }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +319,7 @@ func TestRestoreRebindsSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0.Close()
-	s2, err := New(WithStateDir(dir), WithPIDCheck(func(pid int) bool { return pid == 3 }))
+	s2, err := New(WithLogger(quietlog.New()), WithStateDir(dir), WithPIDCheck(func(pid int) bool { return pid == 3 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +393,7 @@ func TestFloodIsolation(t *testing.T) {
 // is longer than sun_path allows; the socket must still work.
 func TestLongSocketPath(t *testing.T) {
 	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
-	s, err := New(WithStateDir(deep), WithPIDCheck(nil))
+	s, err := New(WithLogger(quietlog.New()), WithStateDir(deep), WithPIDCheck(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +428,7 @@ func TestPruneOnlyVerifiedProcesses(t *testing.T) {
 	b := func(m Message) []byte { return Encode(make([]byte, WireSize), m) }
 	s.ingest(c, 0, b(Message{PID: 5, Seq: 1, Current: 10, Peak: 10}), false)  // unverified
 	s.ingest(c, 77, b(Message{PID: 6, Seq: 1, Current: 20, Peak: 20}), false) // verified, dead
-	s.PollOnce(fakeMem{"MIG-1": {1, 2}})
+	s.PollOnce(gputest.Memory{"MIG-1": {1, 2}})
 	if top := s.Top().Containers[0]; top.Processes != 1 || top.ShimBytes != 10 {
 		t.Fatalf("after prune: %+v", top)
 	}
@@ -471,7 +464,7 @@ func TestOnSampleOrderedPerContainer(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 200 {
-			s.PollOnce(fakeMem{"MIG-1": {1, 2}})
+			s.PollOnce(gputest.Memory{"MIG-1": {1, 2}})
 		}
 	}()
 	for i := 1; i <= 500; i++ {

@@ -46,7 +46,7 @@ func openSimulated(cfg agent.Config, log logrus.FieldLogger) (agent.GPU, error) 
 		version = simgpu.DriverVersion
 	}
 	n, err := simgpu.NewNode(cfg.Simulate, simgpu.WithSeed(cfg.Seed), simgpu.WithRoot(cfg.SimRoot),
-		simgpu.WithStateFile(filepath.Join(cfg.SimRoot, "driver-state.json")), simgpu.WithDriverVersion(version))
+		simgpu.WithStateFile(filepath.Join(cfg.SimRoot, "driver-state.json")), simgpu.WithDriverVersion(version), simgpu.WithLogger(log))
 	if err != nil {
 		return agent.GPU{}, fmt.Errorf("simulated GPUs: %w", err)
 	}

@@ -55,7 +55,7 @@ func TestPendingPodIsPendingDemandUntilServed(t *testing.T) {
 	// The status answer and the partitioner are updated one after the other:
 	// the weights follow within the same resync.
 	waitFor(t, "the pending 7g.40gb to weigh more than an unasked 2g.10gb in the partitioner", func() bool {
-		w := a.Partitioner().Demand()
+		w := a.Partitioner().Mix()
 		return w["7g.40gb"] > w["2g.10gb"]
 	})
 	if err := c.Free(ctx, held.CDIName); err != nil {

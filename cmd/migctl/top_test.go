@@ -7,13 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/migpro/migpro/gpu/gputest"
 	"github.com/migpro/migpro/telemetry/telemetryapi"
 	"github.com/migpro/migpro/telemetry/telemetrytest"
 )
-
-type fakeMem struct{}
-
-func (fakeMem) InstanceMemory(string) (uint64, uint64, error) { return 3 << 30, 10 << 30, nil }
 
 func topAgent(t *testing.T) string {
 	t.Helper()
@@ -24,7 +21,7 @@ func topAgent(t *testing.T) string {
 	if _, err := s.Register(telemetryapi.Registration{ID: "idle"}); err != nil {
 		t.Fatal(err)
 	}
-	s.PollOnce(fakeMem{})
+	s.PollOnce(gputest.Memory{"MIG-a": {3 << 30, 10 << 30}})
 	return sock
 }
 

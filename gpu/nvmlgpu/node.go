@@ -1,6 +1,7 @@
 package nvmlgpu
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,9 +64,12 @@ func Open(opts ...Option) (*Node, error) {
 // New initialises lib and wraps it. lib may be the real library or the
 // simulator's; the adapter cannot tell them apart, which is the point.
 func New(lib nvml.Interface, opts ...Option) (*Node, error) {
-	n := &Node{lib: lib, paths: DefaultPaths, log: logrus.StandardLogger(), eventWait: 200 * time.Millisecond}
+	n := &Node{lib: lib, paths: DefaultPaths, eventWait: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(n)
+	}
+	if n.log == nil {
+		return nil, errors.New("nvmlgpu: no logger (WithLogger)")
 	}
 	// go-nvml aborts the process with a symbol lookup error if anything else
 	// is called after Init failed, so every failure here returns at once

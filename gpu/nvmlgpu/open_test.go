@@ -12,6 +12,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/nvmlgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // hostHasNVML reports whether libnvidia-ml is installed where the loader
@@ -29,7 +30,7 @@ func TestOpenWithoutLibrary(t *testing.T) {
 	if hostHasNVML() {
 		t.Skip("libnvidia-ml.so.1 is installed on this host")
 	}
-	n, err := nvmlgpu.Open()
+	n, err := nvmlgpu.Open(nvmlgpu.WithLogger(quietlog.New()))
 	if err == nil {
 		n.Close()
 		t.Fatal("Open succeeded without libnvidia-ml")
@@ -45,7 +46,7 @@ func TestOpenWithoutLibrary(t *testing.T) {
 // A library path that cannot exist fails the same way on every host.
 func TestNewWithMissingLibrary(t *testing.T) {
 	lib := nvml.New(nvml.WithLibraryPath(filepath.Join(t.TempDir(), "libnvidia-ml.so.1")))
-	if _, err := nvmlgpu.New(lib); !errors.Is(err, gpu.ErrNoLibrary) {
+	if _, err := nvmlgpu.New(lib, nvmlgpu.WithLogger(quietlog.New())); !errors.Is(err, gpu.ErrNoLibrary) {
 		t.Fatalf("New error = %v, want gpu.ErrNoLibrary", err)
 	}
 }
@@ -63,7 +64,7 @@ func TestNothingCalledAfterFailedInit(t *testing.T) {
 		{nvml.ERROR_NO_PERMISSION, nil, "ERROR_NO_PERMISSION"},
 	} {
 		lib := &mock.Interface{InitFunc: func() nvml.Return { return c.ret }}
-		n, err := nvmlgpu.New(lib)
+		n, err := nvmlgpu.New(lib, nvmlgpu.WithLogger(quietlog.New()))
 		if n != nil || err == nil {
 			t.Fatalf("Init %d: New succeeded", c.ret)
 		}
@@ -87,7 +88,7 @@ func TestShutdownAfterFailedDiscovery(t *testing.T) {
 		DeviceGetCountFunc: func() (int, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST },
 		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
 	}
-	_, err := nvmlgpu.New(lib)
+	_, err := nvmlgpu.New(lib, nvmlgpu.WithLogger(quietlog.New()))
 	var de *gpu.DriverError
 	if !errors.As(err, &de) || de.Code != "ERROR_GPU_IS_LOST" || !strings.Contains(de.Op, "count GPUs") {
 		t.Fatalf("error = %v, want count failure with ERROR_GPU_IS_LOST", err)
@@ -103,7 +104,7 @@ func TestCloseShutsDownOnce(t *testing.T) {
 		DeviceGetCountFunc: func() (int, nvml.Return) { return 0, nvml.SUCCESS },
 		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
 	}
-	n, err := nvmlgpu.New(lib)
+	n, err := nvmlgpu.New(lib, nvmlgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/nvmlgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // oneGPU is a minimal NVML with one device whose event registration
@@ -32,7 +33,7 @@ func oneGPU(reg nvml.Return, set *mock.EventSet) *mock.Interface {
 
 func TestWatchXidsRegistrationFailureFreesTheSet(t *testing.T) {
 	set := &mock.EventSet{FreeFunc: func() nvml.Return { return nvml.SUCCESS }}
-	n, err := nvmlgpu.New(oneGPU(nvml.ERROR_UNKNOWN, set))
+	n, err := nvmlgpu.New(oneGPU(nvml.ERROR_UNKNOWN, set), nvmlgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestWatchXidsSkipsUnsupportedGPU(t *testing.T) {
 		FreeFunc: func() nvml.Return { return nvml.SUCCESS },
 		WaitFunc: func(uint32) (nvml.EventData, nvml.Return) { return nvml.EventData{}, nvml.ERROR_TIMEOUT },
 	}
-	n, err := nvmlgpu.New(oneGPU(nvml.ERROR_NOT_SUPPORTED, set), nvmlgpu.WithEventWait(1))
+	n, err := nvmlgpu.New(oneGPU(nvml.ERROR_NOT_SUPPORTED, set), nvmlgpu.WithEventWait(1), nvmlgpu.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/partitioner"
 )
 
@@ -310,7 +311,7 @@ func TestStatePartitionerAdoptsReloaded(t *testing.T) {
 
 	again := openState(t, path, root)
 	defer again.Close()
-	p, err := partitioner.New(again)
+	p, err := partitioner.New(again, partitioner.WithLogger(quietlog.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// New returns a logrus logger that writes nothing.
+// New returns a logger that discards every entry.
 func New() *logrus.Logger {
 	l := logrus.New()
 	l.SetOutput(io.Discard)

@@ -1,41 +1,18 @@
-package podresources
+package podresources_test
 
 import (
 	"context"
 	"maps"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/migpro/migpro/plugin/podresources"
+	"github.com/migpro/migpro/plugin/podresources/podresourcestest"
 )
-
-// fakeKubelet serves the PodResources API with a fixed answer.
-type fakeKubelet struct {
-	podresourcesv1.UnimplementedPodResourcesListerServer
-	resp *podresourcesv1.ListPodResourcesResponse
-}
-
-func (k *fakeKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
-	return k.resp, nil
-}
-
-func serve(t *testing.T, resp *podresourcesv1.ListPodResourcesResponse) string {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "kubelet.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	podresourcesv1.RegisterPodResourcesListerServer(s, &fakeKubelet{resp: resp})
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	return sock
-}
 
 func ctrDevices(resource string, ids ...string) *podresourcesv1.ContainerDevices {
 	return &podresourcesv1.ContainerDevices{ResourceName: resource, DeviceIds: ids}
@@ -53,8 +30,8 @@ var listResponse = &podresourcesv1.ListPodResourcesResponse{PodResources: []*pod
 }}
 
 func TestClientAssignedDevices(t *testing.T) {
-	sock := serve(t, listResponse)
-	c, err := New(WithSocket(sock), WithResourcePrefix("nvidia.com/mig-"))
+	sock := podresourcestest.ServeKubelet(t, listResponse)
+	c, err := podresources.New(podresources.WithSocket(sock), podresources.WithResourcePrefix("nvidia.com/mig-"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +40,7 @@ func TestClientAssignedDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]PodRef{
+	want := map[string]podresources.PodRef{
 		"MIG-a": {"ml", "train", "main", "nvidia.com/mig-2g.20gb"},
 		"MIG-b": {"ml", "train", "side", "nvidia.com/mig-1g.10gb"},
 		"MIG-c": {"ml", "train", "side", "nvidia.com/mig-1g.10gb"},
@@ -72,7 +49,7 @@ func TestClientAssignedDevices(t *testing.T) {
 		t.Errorf("AssignedDevices = %v, want %v", got, want)
 	}
 
-	all, err := New(WithSocket(sock))
+	all, err := podresources.New(podresources.WithSocket(sock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +62,7 @@ func TestClientAssignedDevices(t *testing.T) {
 
 func TestClientKubeletDown(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "absent.sock")
-	c, err := New(WithSocket(sock), WithTimeout(2*time.Second))
+	c, err := podresources.New(podresources.WithSocket(sock), podresources.WithTimeout(2*time.Second))
 	if err != nil {
 		t.Fatalf("New must not need the kubelet: %v", err)
 	}
@@ -94,7 +71,7 @@ func TestClientKubeletDown(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), sock) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("err = %v, want one line naming the socket", err)
 	}
-	if _, err := New(WithSocket("")); err == nil {
+	if _, err := podresources.New(podresources.WithSocket("")); err == nil {
 		t.Error("empty socket accepted")
 	}
 }

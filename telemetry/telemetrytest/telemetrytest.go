@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/telemetry"
 )
 
-// New returns a Service with the pid check off, whose state lives in a fresh
+// New returns a Service with the pid check off and a logger that says
+// nothing, whose state lives in a fresh
 // directory under os.TempDir (short, for unix socket paths) removed when tb
 // ends. opts come after the defaults, so they may override them.
 func New(tb testing.TB, opts ...telemetry.Option) *telemetry.Service {
@@ -42,7 +44,7 @@ func newIn(tb testing.TB, opts []telemetry.Option) (*telemetry.Service, string) 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
-	s, err := telemetry.New(append([]telemetry.Option{telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil)}, opts...)...)
+	s, err := telemetry.New(append([]telemetry.Option{telemetry.WithStateDir(dir), telemetry.WithPIDCheck(nil), telemetry.WithLogger(quietlog.New())}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}

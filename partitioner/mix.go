@@ -6,27 +6,28 @@ import (
 	"time"
 )
 
-// Demand weighting. The migpro policy values a GPU's free room by what the
+// The workload mix. The migpro policy values a GPU's free room by what the
 // node is asked for: the recent mix of requests it served, decaying so an old
-// burst fades, plus the requests waiting right now (pending demand, fed by
-// the caller through ObservePending). A profile only some GPUs of a mixed
-// node offer is worth more on each of those GPUs: its demand is shared by
-// fewer of them.
+// burst fades, plus the requests waiting right now (fed by the caller
+// through ObservePending). A profile only some GPUs of a mixed node offer is
+// worth more on each of those GPUs: its share of the mix is split among fewer
+// of them.
 
 const (
-	// demandHalfLife is how long it takes an old request's weight in the
+	// mixHalfLife is how long it takes an old request's weight in the
 	// recent mix to halve.
-	demandHalfLife = 30 * time.Minute
-	// demandPrior is the weight every offered profile keeps whatever the
+	mixHalfLife = 30 * time.Minute
+	// mixPrior is the weight every offered profile keeps whatever the
 	// mix, so a profile not asked for lately is not given up for nothing.
-	demandPrior = 0.15
+	mixPrior = 0.15
 	// pendingWeight is how much all waiting requests together weigh against
 	// the whole recent mix (which sums to 1).
 	pendingWeight = 2.0
 )
 
-// demand is the node's request mix. The caller holds p.mu.
-type demand struct {
+// mix is the node's workload mix: how much each profile is wanted. The
+// caller holds p.mu.
+type mix struct {
 	recent  map[string]float64 // decayed counts of served requests
 	total   float64            // sum of recent
 	last    time.Time          // when recent was last decayed
@@ -39,12 +40,12 @@ type demand struct {
 // observe records a request for profile served at now. The older ones
 // decay by the time since the last: shares do not change while no request
 // comes, so decaying only here is enough.
-func (d *demand) observe(profile string, now time.Time) {
+func (d *mix) observe(profile string, now time.Time) {
 	if d.recent == nil {
 		d.recent = map[string]float64{}
 	}
 	if dt := now.Sub(d.last); !d.last.IsZero() && dt > 0 {
-		f := math.Exp2(-float64(dt) / float64(demandHalfLife))
+		f := math.Exp2(-float64(dt) / float64(mixHalfLife))
 		for k := range d.recent {
 			d.recent[k] *= f
 		}
@@ -56,8 +57,8 @@ func (d *demand) observe(profile string, now time.Time) {
 	d.weights = nil
 }
 
-// setPending replaces the pending demand.
-func (d *demand) setPending(counts map[string]int) {
+// setPending replaces the pending requests.
+func (d *mix) setPending(counts map[string]int) {
 	if maps.Equal(counts, d.pending) {
 		return
 	}
@@ -69,14 +70,14 @@ func (d *demand) setPending(counts map[string]int) {
 	d.weights = nil
 }
 
-// none reports whether there is no demand to weigh: no request served and
+// none reports whether there is no mix to weigh: no request served and
 // none waiting. The migpro policy then places as reachability does.
-func (d *demand) none() bool { return d.total == 0 && d.npend == 0 }
+func (d *mix) none() bool { return d.total == 0 && d.npend == 0 }
 
 // of is how much profile is wanted: the prior, its share of the recent mix
 // and its share of the pending requests.
-func (d *demand) of(profile string) float64 {
-	w := demandPrior
+func (d *mix) of(profile string) float64 {
+	w := mixPrior
 	if d.total > 0 {
 		w += d.recent[profile] / d.total
 	}
@@ -86,11 +87,11 @@ func (d *demand) of(profile string) float64 {
 	return w
 }
 
-// shapeWeights returns, per slot, each shape's weight: the demand of its
+// shapeWeights returns, per slot, each shape's weight: the mix weight of its
 // profiles, each divided by how many GPUs of the node offer it, times the
 // shape's compute slices. The caller holds p.mu.
 func (p *Partitioner) shapeWeights() [][]float64 {
-	d := &p.demand
+	d := &p.mix
 	if d.weights != nil {
 		return d.weights
 	}
@@ -121,17 +122,17 @@ func (p *Partitioner) shapeWeights() [][]float64 {
 func (p *Partitioner) ObservePending(counts map[string]int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.demand.setPending(counts)
+	p.mix.setPending(counts)
 }
 
-// Demand reports the weight the migpro policy gives each offered profile
-// now, for status pages and tests.
-func (p *Partitioner) Demand() map[string]float64 {
+// Mix reports the weight the migpro policy gives each offered profile now
+// (its share of the workload mix), for status pages and tests.
+func (p *Partitioner) Mix() map[string]float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]float64{}
 	for _, name := range p.profiles {
-		out[name] = p.demand.of(name)
+		out[name] = p.mix.of(name)
 	}
 	return out
 }

@@ -118,7 +118,7 @@ func TestRecentMixDecaysOverTime(t *testing.T) {
 		}
 		now = now.Add(c.gap)
 		mustAlloc(t, p, "1g.5gb", "s")
-		d := p.Demand()
+		d := p.Mix()
 		other := "1g.5gb"
 		if c.heavier == other {
 			other = "4g.20gb"
