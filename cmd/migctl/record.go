@@ -122,13 +122,9 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	comments := []string{"migctl record -- " + strings.Join(args, " ")}
 	if o.simulate != "" {
-		dir, err := ctl.FindBeside(o.simDriver, "simdriver", "--sim-driver", "build the stubs with `make simdriver`, or pass --sim-driver DIR")
+		sim, err := ctl.SimulatedDriver(o.simulate, o.profile, o.simDriver)
 		if err != nil {
 			return err
-		}
-		sim, err := record.Simulate(o.simulate, o.profile, dir, quietlog.New())
-		if err != nil {
-			return recordUsagef("%v", err)
 		}
 		defer sim.Close()
 		c.ExtraEnv = sim.Env

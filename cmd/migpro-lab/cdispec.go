@@ -10,7 +10,6 @@ import (
 	"github.com/migpro/migpro/doctor/cdispec"
 	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/internal/quietlog"
-	"github.com/migpro/migpro/record"
 )
 
 type cdiSpecOptions struct {
@@ -41,13 +40,9 @@ simulated one, installed under a temporary root with one instance (--profile).`,
 			o.output = out.Format
 			so := cdispec.Options{DriverRoot: o.driverRoot, DevRoot: o.devRoot, HookPath: o.hookPath, Log: quietlog.New()}
 			if o.simulate != "" {
-				dir, err := ctl.FindBeside(o.simDriver, "simdriver", "--sim-driver", "build the stubs with `make simdriver`, or pass --sim-driver DIR")
+				sim, err := ctl.SimulatedDriver(o.simulate, o.profile, o.simDriver)
 				if err != nil {
 					return err
-				}
-				sim, err := record.Simulate(o.simulate, o.profile, dir, quietlog.New())
-				if err != nil {
-					return ctl.Usagef("%v", err)
 				}
 				defer sim.Close()
 				paths := sim.Paths()
