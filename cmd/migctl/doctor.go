@@ -14,7 +14,7 @@ import (
 )
 
 type doctorOptions struct {
-	output   string
+	out      ctl.OutputOptions
 	simulate string
 	nvmlLib  string
 }
@@ -39,11 +39,9 @@ The CDI spec the agent would write for this node's driver: migpro-lab cdi-spec.`
 		Example: "  migctl doctor\n  migctl doctor --output json\n  migctl doctor --simulate a100-40gb:2",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := ctl.OutputOptions{Format: o.output}
-			if err := out.Complete(cmd.Flags()); err != nil {
+			if err := o.out.Complete(cmd.Flags()); err != nil {
 				return err
 			}
-			o.output = out.Format
 			opts := doctor.Options{NVMLLibrary: o.nvmlLib}
 			if o.simulate != "" {
 				node, err := simgpu.NewNode(o.simulate, simgpu.WithLogger(quietlog.New()))
@@ -57,7 +55,7 @@ The CDI spec the agent would write for this node's driver: migpro-lab cdi-spec.`
 			}
 			r := doctor.Run(opts)
 			var err error
-			if o.output == "json" {
+			if o.out.JSON() {
 				err = r.WriteJSON(cmd.OutOrStdout())
 			} else {
 				err = r.WriteText(cmd.OutOrStdout())
@@ -71,7 +69,7 @@ The CDI spec the agent would write for this node's driver: migpro-lab cdi-spec.`
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format, text or json (env "+ctl.EnvOutput+")")
+	o.out.AddFlagsTo(cmd)
 	cmd.Flags().StringVar(&o.simulate, "simulate", "", "check a simulated node, e.g. a100-40gb:2 (models: "+fmt.Sprint(simgpu.Models())+")")
 	cmd.Flags().StringVar(&o.nvmlLib, "nvml-lib", record.NVMLLibrary, "the NVML library to load (a name the loader finds, or a path)")
 	return cmd

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -13,8 +12,9 @@ import (
 )
 
 type cdiSpecOptions struct {
-	output, simulate, profile, simDriver string
-	driverRoot, devRoot, hookPath        string
+	out                           ctl.OutputOptions
+	simulate, profile, simDriver  string
+	driverRoot, devRoot, hookPath string
 }
 
 func newCDISpecCmd() *cobra.Command {
@@ -33,11 +33,9 @@ simulated one, installed under a temporary root with one instance (--profile).`,
 		Example: "  migpro-lab cdi-spec\n  migpro-lab cdi-spec --output json > spec.json\n  migpro-lab cdi-spec --simulate a100-40gb --profile 3g.20gb",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := ctl.OutputOptions{Format: o.output}
-			if err := out.Complete(cmd.Flags()); err != nil {
+			if err := o.out.Complete(cmd.Flags()); err != nil {
 				return err
 			}
-			o.output = out.Format
 			so := cdispec.Options{DriverRoot: o.driverRoot, DevRoot: o.devRoot, HookPath: o.hookPath, Log: quietlog.New()}
 			if o.simulate != "" {
 				sim, err := ctl.SimulatedDriver(o.simulate, o.profile, o.simDriver)
@@ -54,16 +52,14 @@ simulated one, installed under a temporary root with one instance (--profile).`,
 			if err != nil {
 				return err
 			}
-			if o.output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+			if o.out.JSON() {
+				return ctl.WriteJSON(cmd.OutOrStdout(), r)
 			}
 			return r.WriteText(cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.output, "output", "o", "text", "output format, text or json (env "+ctl.EnvOutput+")")
+	o.out.AddFlagsTo(cmd)
 	f.StringVar(&o.driverRoot, "driver-root", cdi.DefaultDriverRoot, "root of the NVIDIA driver's files")
 	f.StringVar(&o.devRoot, "dev-root", "", "directory holding dev/ (default: the driver root)")
 	f.StringVar(&o.hookPath, "nvidia-cdi-hook-path", cdi.DefaultNVIDIACDIHookPath, "host path of nvidia-cdi-hook named in the hooks")
