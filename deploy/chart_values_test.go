@@ -196,6 +196,7 @@ func TestChartSchemaRejects(t *testing.T) {
 		{"image.tag=latest", "tag"},                    // never latest
 		{"nodeConfigs.small.warmpool=1g.10gb=1", "warmpool"},
 		{"idleTimeout=10 minutes", "idleTimeout"},
+		{"readmit.mode=kill", "mode"},
 	} {
 		for _, verb := range []string{"lint", "template"} {
 			cmd := exec.Command(helm, verb, "helm/migpro", "--set", c.set)

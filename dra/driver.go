@@ -197,7 +197,7 @@ func (d *Driver) Republish(ctx context.Context) error {
 // Slices is what the node offers now, in preference order.
 func (d *Driver) Slices() []resourceslice.Slice {
 	part := d.b.Partitioner()
-	return build(state{gpus: d.gpus, instances: part.Instances(), plan: part.PlanAt, healthy: d.b.Healthy, gpuHealthy: d.b.GPUHealthy})
+	return build(state{gpus: d.gpus, instances: part.Instances(), plan: part.PlanAt, best: part.Plan, healthy: d.b.Healthy, gpuHealthy: d.b.GPUHealthy})
 }
 
 // HandleError logs errors of the kubelet plugin's background work (slice

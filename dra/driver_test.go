@@ -108,7 +108,10 @@ func (e *env) start() {
 	}
 	t.Cleanup(func() { conn.Close() })
 	e.client = drapb.NewDRAPluginClient(conn)
-	waitFor(t, "the first ResourceSlices", func() bool { return len(e.slices()) > 0 })
+	waitFor(t, "the first ResourceSlices", func() bool {
+		sl := e.slices()
+		return len(sl) > 0 && int64(len(sl)) == sl[0].Spec.Pool.ResourceSliceCount
+	})
 }
 
 // open wires the agent on the env's GPUs and state; Run opens it.

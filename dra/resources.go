@@ -2,7 +2,6 @@ package dra
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -102,8 +101,10 @@ func placements(gpus []gpuInfo) []placement {
 type state struct {
 	gpus      []gpuInfo
 	instances []partitioner.Instance
-	// plan is the partitioner's pinned plan (Partitioner.PlanAt).
+	// plan is the partitioner's pinned plan (Partitioner.PlanAt), best its
+	// own choice for the next request of a profile (Partitioner.Plan).
 	plan func(profile string, pin partitioner.Pin) (partitioner.Plan, error)
+	best func(profile string) (partitioner.Plan, error)
 	// healthy reports an instance's health; gpuHealthy a whole GPU's.
 	healthy    func(partitioner.Instance) bool
 	gpuHealthy func(int) bool
@@ -187,25 +188,39 @@ type ranked struct {
 	// (a claim holds the space: counters keep the scheduler off it).
 	class     int
 	plan      partitioner.Plan
-	profileAt int // the profile's position, smallest first
+	profileAt int  // the profile's position, smallest first
+	chosen    bool // the partitioner's own choice for the profile's next request
 }
 
 // ordered lists the devices not blocked by instances held outside DRA, in
 // migpro's preference order: profiles smallest first, so a claim by memory
-// gets the smallest profile that holds it; within a profile, the way the
-// partitioner's pinned plans rank them.
+// gets the smallest profile that holds it; within a profile, first the
+// placement the partitioner itself would choose for the profile's next
+// request (Partitioner.Plan), so the scheduler's first fit is migpro's
+// choice; then reuse before creating in free space before destroying idle
+// instances, each by the layouts the placement leaves reachable (most
+// first), the lower GPU, then the higher slot, as the reachability policy
+// breaks ties.
 func ordered(st state, blocked map[int][]gpu.Placement) []resourceapi.Device {
 	profileAt := map[string]int{}
+	choice := map[string]partitioner.Pin{}
 	var list []ranked
 	for _, p := range placements(st.gpus) {
 		if overlapsAny(p.at, blocked[p.gpu]) {
 			continue
 		}
-		if _, ok := profileAt[p.profile.Name]; !ok {
-			profileAt[p.profile.Name] = profileRank(st.gpus, p.profile)
+		name := p.profile.Name
+		if _, ok := profileAt[name]; !ok {
+			profileAt[name] = profileRank(st.gpus, p.profile)
+			if pin, ok := chosenPin(st, name); ok {
+				choice[name] = pin
+			}
 		}
-		r := ranked{dev: p, profileAt: profileAt[p.profile.Name]}
-		plan, err := st.plan(p.profile.Name, p.pin())
+		r := ranked{dev: p, profileAt: profileAt[name]}
+		if pin, ok := choice[name]; ok && pin == p.pin() {
+			r.chosen = true
+		}
+		plan, err := st.plan(name, p.pin())
 		switch {
 		case err != nil:
 			r.class = 3
@@ -219,46 +234,50 @@ func ordered(st state, blocked map[int][]gpu.Placement) []resourceapi.Device {
 		r.plan = plan
 		list = append(list, r)
 	}
-	// The partitioner first chooses a GPU (the least demand-weighted
-	// headroom lost by its best placement), then the placement on it: a
-	// pinned plan scores one placement, so the GPU's key is the best of its
-	// own placements' per class and profile.
-	type gk struct{ gpu, class, profile int }
-	gpuLoss := map[gk]float64{}
-	for _, r := range list {
-		k := gk{r.dev.gpu, r.class, r.profileAt}
-		if v, ok := gpuLoss[k]; !ok || r.plan.GPULoss < v {
-			gpuLoss[k] = r.plan.GPULoss
-		}
-	}
 	sort.SliceStable(list, func(i, j int) bool {
 		a, b := list[i], list[j]
 		if a.profileAt != b.profileAt {
 			return a.profileAt < b.profileAt
 		}
+		if a.chosen != b.chosen {
+			return a.chosen
+		}
 		if a.class != b.class {
 			return a.class < b.class
-		}
-		ga, gb := gpuLoss[gk{a.dev.gpu, a.class, a.profileAt}], gpuLoss[gk{b.dev.gpu, b.class, b.profileAt}]
-		if d := ga - gb; math.Abs(d) > 1e-9 {
-			return d < 0
-		}
-		if a.dev.gpu != b.dev.gpu {
-			return a.dev.gpu < b.dev.gpu
-		}
-		if d := a.plan.Loss - b.plan.Loss; math.Abs(d) > 1e-9 {
-			return d < 0
 		}
 		if a.plan.Reachable != b.plan.Reachable {
 			return a.plan.Reachable > b.plan.Reachable
 		}
-		return a.dev.at.Start < b.dev.at.Start
+		if a.dev.gpu != b.dev.gpu {
+			return a.dev.gpu < b.dev.gpu
+		}
+		return a.dev.at.Start > b.dev.at.Start
 	})
 	out := make([]resourceapi.Device, 0, len(list))
 	for _, r := range list {
 		out = append(out, device(st, r.dev))
 	}
 	return out
+}
+
+// chosenPin is where the partitioner would put the profile's next request:
+// the idle instance it would reuse, or the placement it would create.
+func chosenPin(st state, profile string) (partitioner.Pin, bool) {
+	if st.best == nil {
+		return partitioner.Pin{}, false
+	}
+	plan, err := st.best(profile)
+	if err != nil {
+		return partitioner.Pin{}, false
+	}
+	if plan.Reuse != nil {
+		return partitioner.Pin{GPU: plan.Reuse.GPU, Start: plan.Reuse.Placement.Start}, true
+	}
+	if len(plan.Steps) == 0 {
+		return partitioner.Pin{}, false
+	}
+	last := plan.Steps[len(plan.Steps)-1]
+	return partitioner.Pin{GPU: last.GPU, Start: last.Placement.Start}, true
 }
 
 // profileRank orders profiles by slices, then memory, then name: the

@@ -70,15 +70,13 @@ type options struct {
 // kubeconfig or the pod's service account (for tests).
 func WithClientset(cs Client) Option { return func(o *options) { o.clientset = cs } }
 
-// New returns the agent's cluster link builder (agent.WithCluster). ctx
-// bounds the link's start (the node check); cancelling it abandons a start
-// still waiting on the API server.
-func New(ctx context.Context, opts ...Option) agent.ClusterFunc {
+// New returns the agent's cluster link builder (agent.WithCluster).
+func New(opts ...Option) agent.ClusterFunc {
 	var o options
 	for _, f := range opts {
 		f(&o)
 	}
-	return func(a *agent.Agent) (agent.Cluster, error) { return newLink(ctx, a, o) }
+	return func(ctx context.Context, a *agent.Agent) (agent.Cluster, error) { return newLink(ctx, a, o) }
 }
 
 // link is cluster demand and readmission for one agent.

@@ -61,7 +61,7 @@ func (e *env) open(t *testing.T, opts ...agent.Option) *agent.Agent {
 // answers.
 func (e *env) runLinked(t *testing.T, cs *fake.Clientset) (*agent.Agent, *client.Client) {
 	t.Helper()
-	a := e.open(t, agent.WithCluster(kube.New(t.Context(), kube.WithClientset(cs))))
+	a := e.open(t, agent.WithCluster(kube.New(kube.WithClientset(cs))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -98,7 +98,7 @@ current-context: x
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			tc.adjust(&e.cfg)
-			l, err := kube.New(t.Context())(e.open(t))
+			l, err := kube.New()(t.Context(), e.open(t))
 			if (err != nil) != tc.wantErr || (l != nil) != tc.wantOn {
 				t.Fatalf("link %v, err %v; want on=%v err=%v", l, err, tc.wantOn, tc.wantErr)
 			}
@@ -129,7 +129,7 @@ func testMarkedPod(t *testing.T, mode string) {
 	cs := fake.NewClientset(rs, pod)
 	e := newEnv(t)
 	e.cfg.ReadmitMode = mode
-	a := e.open(t, agent.WithCluster(kube.New(t.Context(), kube.WithClientset(cs))))
+	a := e.open(t, agent.WithCluster(kube.New(kube.WithClientset(cs))))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

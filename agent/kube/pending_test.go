@@ -32,7 +32,7 @@ func TestPendingPodIsPendingDemandUntilServed(t *testing.T) {
 	cs := fake.NewClientset(node, pod)
 	e := newEnv(t)
 	e.cfg.TrackEvery = 20 * time.Millisecond // the demand source's resync period
-	a := e.open(t, agent.WithCluster(kube.New(t.Context(), kube.WithClientset(cs))))
+	a := e.open(t, agent.WithCluster(kube.New(kube.WithClientset(cs))))
 	c := client.New(e.cfg.Socket)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/migpro/migpro/internal/buildinfo"
 	"github.com/migpro/migpro/internal/cli"
-	"github.com/migpro/migpro/internal/klogroute"
+	"github.com/migpro/migpro/internal/klogrus"
 
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/agent/gpunode"
@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	klogroute.Route(log)
+	klogrus.Route(log)
 	// Bad values fail here, before anything is installed or opened.
 	if _, err := partitioner.PolicyByName(cfg.Policy); err != nil {
 		return fmt.Errorf("--policy: %w", err)
@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string) error {
 	if _, err := readmit.ParseMode(cfg.ReadmitMode); err != nil {
 		return fmt.Errorf("--readmit-mode: %w", err)
 	}
-	link := kube.New(ctx)
+	link := kube.New()
 	if *draOn {
 		link = dra.Link(link, dra.WithKubeletRoot(*draRoot))
 	}

@@ -150,6 +150,9 @@ cgroupDriver: cgroupfs
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failSwapOn: false
+# Kubernetes 1.35+ refuses cgroup v1 hosts unless told otherwise; the test
+# machines are hybrid (v1 controllers).
+failCgroupV1: false
 evictionHard: {}
 staticPodPath: %q
 fileCheckFrequency: 1s

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes v1.32.10 binaries from the committed build module
+# Builds the Kubernetes v1.37.2 binaries from the committed build module
 # e2e/build/kubelet into $MIGPRO_E2E_CACHE/bin, in one `go build` so they
 # share compiled packages: kubelet, kube-apiserver, kube-scheduler,
 # kube-controller-manager and kubectl (about 6.5 min cold on 2 cores;
@@ -8,7 +8,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-VERSION=v1.32.10
+VERSION=v1.37.2
 BINS=(${E2E_KUBE_BINARIES:-kubelet kube-apiserver kube-scheduler kube-controller-manager kubectl})
 MODDIR="$E2E_ROOT/e2e/build/kubelet"
 
@@ -27,7 +27,7 @@ pkgs=()
 for b in "${BINS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
 ld="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	ld+=" -X $p.gitVersion=$VERSION -X $p.gitMajor=1 -X $p.gitMinor=32 -X $p.gitTreeState=clean"
+	ld+=" -X $p.gitVersion=$VERSION -X $p.gitMajor=1 -X $p.gitMinor=37 -X $p.gitTreeState=clean"
 done
 (cd "$MODDIR" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$E2E_BIN/" "${pkgs[@]}")
 for b in "${BINS[@]}"; do

@@ -1,4 +1,4 @@
-package klogroute
+package klogrus
 
 import (
 	"fmt"
