@@ -2,6 +2,7 @@ package dra_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -101,7 +102,16 @@ func (e *env) start() {
 	t.Cleanup(e.stop)
 	e.agent = a
 	sock := filepath.Join(e.root, "plugins", dra.DriverName, "dra.sock")
-	waitFor(t, "the DRA socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	// The socket file of an earlier run may still be there: wait until this
+	// run's server accepts a connection, not until the file exists.
+	waitFor(t, "the DRA socket", func() bool {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return false
+		}
+		_ = c.Close()
+		return true
+	})
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
