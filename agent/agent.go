@@ -97,8 +97,9 @@ type ReadyCluster interface {
 }
 
 // ClusterFunc builds the cluster link for an agent that is open and about
-// to run. It returns a nil Cluster when there is no API server to talk to.
-type ClusterFunc func(a *Agent) (Cluster, error)
+// to run; ctx is Run's, so stopping the agent abandons a link still
+// starting. It returns a nil Cluster when there is no API server to talk to.
+type ClusterFunc func(ctx context.Context, a *Agent) (Cluster, error)
 
 // WithCluster links the agent to a Kubernetes API server through f.
 func WithCluster(f ClusterFunc) Option { return func(a *Agent) { a.cluster = f } }
@@ -230,7 +231,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var cluster Cluster
 	if a.cluster != nil {
 		var err error
-		if cluster, err = a.cluster(a); err != nil {
+		if cluster, err = a.cluster(ctx, a); err != nil {
 			return err
 		}
 		if r, ok := cluster.(ReadyCluster); ok {

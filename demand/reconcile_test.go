@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migpro/migpro/internal/quietlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 func TestClaimsAndProvisions(t *testing.T) {

@@ -15,8 +15,7 @@
 // called into the library, so go-nvml's abort on an unloaded symbol cannot
 // happen.
 //
-// Spec (spec.go) renders, without writing to any CDI directory, what the
-// agent's CDI code would write for this node: the driver's common edits
-// that nvcdi finds under a driver root, and a full spec for each MIG
-// instance that exists.
+// The CDI spec the agent would write is doctor/cdispec's job (`migpro-lab
+// cdi-spec`): it needs the cdi package and NVIDIA's container toolkit,
+// which migctl does not link.
 package doctor

@@ -8,7 +8,8 @@ import (
 	"github.com/migpro/migpro/gpu/nvmlgpu"
 )
 
-const driverFix = "install the NVIDIA driver (its libnvidia-ml.so.1 comes with it), or add the directory holding the library to the loader's path (ldconfig or LD_LIBRARY_PATH)"
+// DriverFix says how to make libnvidia-ml.so.1 loadable.
+const DriverFix = "install the NVIDIA driver (its libnvidia-ml.so.1 comes with it), or add the directory holding the library to the loader's path (ldconfig or LD_LIBRARY_PATH)"
 
 // gpuChecks are the driver, NVML and per-GPU checks. After a failed Init
 // nothing else is called into the library.
@@ -17,7 +18,7 @@ func gpuChecks(lib nvml.Interface, o Options) []Check {
 		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
 			return []Check{{Name: "nvml", Status: StatusFail,
 				Detail: fmt.Sprintf("%s not found: the NVIDIA driver's NVML library could not be loaded, so no GPU can be checked", o.NVMLLibrary),
-				Fix:    driverFix}}
+				Fix:    DriverFix}}
 		}
 		return []Check{{Name: "nvml", Status: StatusFail,
 			Detail: fmt.Sprintf("%s loaded but NVML did not initialise (%s)", o.NVMLLibrary, nvmlgpu.CodeName(ret)),

@@ -2,7 +2,6 @@ package dra_test
 
 import (
 	"context"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -76,8 +75,7 @@ func newEnv(t testing.TB, spec string) *env {
 		return false, nil, nil
 	})
 	cs.Resources = []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "resourceslices"}, {Name: "resourceclaims"}}}}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log := quietlog.New()
 	return &env{t: t, dir: dir, root: root, node: node, cs: cs, log: log,
 		cfg: agent.Config{StateDir: filepath.Join(dir, "state"), CDISpecDir: filepath.Join(dir, "cdi"), Socket: filepath.Join(root, "a.sock"),
 			AssignGrace: time.Nanosecond, TelemetryDir: agent.TelemetryOff, NodeName: nodeName}}
@@ -440,14 +438,23 @@ func TestHeldOutsideDRAIsNotOffered(t *testing.T) {
 	if _, _, err := e.agent.Partitioner().AllocateAt(context.Background(), "3g.20gb", &partitioner.Pin{GPU: 0, Start: 4}, "kubelet"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a republish", func() bool {
-		cs := e.slices()[0].Spec.SharedCounters[0].Counters
-		return val(cs["slot4"]) == 0 && val(cs["slices"]) == 4
-	})
-	for _, d := range e.devices() {
-		if *d.Attributes["start"].IntValue+*d.Attributes["size"].IntValue > 4 {
-			t.Errorf("device %s overlaps the instance held outside DRA", d.Name)
+	// The counters and the devices are written as separate slices, so wait
+	// for both: a device slice still from before the allocation overlaps.
+	overlapping := func() []string {
+		var names []string
+		for _, d := range e.devices() {
+			if *d.Attributes["start"].IntValue+*d.Attributes["size"].IntValue > 4 {
+				names = append(names, d.Name)
+			}
 		}
+		return names
+	}
+	waitFor(t, "a republish of the counters and the devices", func() bool {
+		cs := e.slices()[0].Spec.SharedCounters[0].Counters
+		return val(cs["slot4"]) == 0 && val(cs["slices"]) == 4 && len(overlapping()) == 0
+	})
+	if names := overlapping(); len(names) > 0 {
+		t.Errorf("devices %v overlap the instance held outside DRA", names)
 	}
 }
 

@@ -23,10 +23,10 @@ func WithClient(c kubernetes.Interface) Option { return func(d *Driver) { d.kube
 // agent runs both. Without an API server the driver says so in one line and
 // is left out.
 func Link(inner agent.ClusterFunc, opts ...Option) agent.ClusterFunc {
-	return func(a *agent.Agent) (agent.Cluster, error) {
+	return func(ctx context.Context, a *agent.Agent) (agent.Cluster, error) {
 		var both multi
 		if inner != nil {
-			c, err := inner(a)
+			c, err := inner(ctx, a)
 			if err != nil {
 				return nil, err
 			}

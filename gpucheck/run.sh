@@ -23,6 +23,7 @@ mkdir -p "$OUTDIR/traces" "$OUTDIR/logs" || exit 2
 OUTDIR=$(cd "$OUTDIR" && pwd)
 SIM=${SIMULATE:-}
 MIGCTL="$KIT/bin/migctl"
+LAB="$KIT/bin/migpro-lab"
 W="$KIT/workloads"
 STEP_LIMIT=${STEP_LIMIT:-75}     # seconds per step
 TOTAL_LIMIT=${TOTAL_LIMIT:-450}  # seconds for the whole check (the GPU has 15 min in all)
@@ -108,9 +109,9 @@ cp "$OUTDIR/logs/doctor.out" "$OUTDIR/doctor.txt"
 "$MIGCTL" doctor "${simargs[@]}" -o json >"$OUTDIR/doctor.json" 2>/dev/null
 
 # (b) the CDI spec the agent's code would write, with the real driver root; nothing is written to /etc/cdi.
-run cdi-spec 0 "cdi-spec.json" -- "$MIGCTL" doctor cdi-spec "${simargs[@]}" -o json
+run cdi-spec 0 "cdi-spec.json" -- "$LAB" cdi-spec "${simargs[@]}" -o json
 cp "$OUTDIR/logs/cdi-spec.out" "$OUTDIR/cdi-spec.json"
-"$MIGCTL" doctor cdi-spec "${simargs[@]}" >"$OUTDIR/cdi-spec.txt" 2>&1
+"$LAB" cdi-spec "${simargs[@]}" >"$OUTDIR/cdi-spec.txt" 2>&1
 
 # (c) workloads under migctl record. The driver-level ones need only ctypes.
 record driver-grow 0 "ctypes cuMemAlloc, 256 MiB steps to 4 GiB" -- python3 "$W/driver_alloc.py" grow --step-mib 256 --budget-mib 4096 --pause 0.05

@@ -45,6 +45,19 @@ func fakeContainer(t testing.TB) int {
 	}
 }
 
+// injectPlanted lays out a rootfs with plant and injects the telemetry
+// mounts into it from a fake container's mount namespace; it returns the
+// container, the rootfs and what Inject said.
+func injectPlanted(t *testing.T, plant func(rootfs string) error) (pid int, rootfs string, err error) {
+	t.Helper()
+	pid = fakeContainer(t)
+	rootfs = t.TempDir()
+	if err := plant(rootfs); err != nil {
+		t.Fatal(err)
+	}
+	return pid, rootfs, Inject(Injection{NSPath: "/proc/" + strconv.Itoa(pid) + "/ns/mnt", Rootfs: rootfs, SocketDir: t.TempDir()})
+}
+
 // hostWitness is a process that stays in the host's mount namespace.
 func hostWitness(t testing.TB) int {
 	t.Helper()

@@ -87,12 +87,7 @@ func TestInjectHarmlessSymlinksFailOpen(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			pid := fakeContainer(t)
-			rootfs := t.TempDir()
-			if err := plant(rootfs); err != nil {
-				t.Fatal(err)
-			}
-			err := Inject(Injection{NSPath: "/proc/" + strconv.Itoa(pid) + "/ns/mnt", Rootfs: rootfs, SocketDir: t.TempDir()})
+			pid, rootfs, err := injectPlanted(t, plant)
 			if !errors.Is(err, ErrNoMountPoint) || errors.Is(err, ErrUnsafeRootfs) {
 				t.Fatalf("Inject = %v, want ErrNoMountPoint (start without telemetry), not a refusal", err)
 			}

@@ -1,7 +1,8 @@
 # The GPU check (docs/gpu-check.md): a kit to run on the first real GPU at
 # hand, and the same script on the simulated driver here.
 #
-#   make gpu-kit     $(GPU_KIT): stripped migctl, the shim, the simulated
+#   make gpu-kit     $(GPU_KIT): stripped migctl and migpro-lab (its cdi-spec),
+#                    the shim, the simulated
 #                    driver's stubs, the workload scripts and run.sh; at most
 #                    64 MiB, ready to copy to a GPU machine
 #   make gpu-check   run the kit: GPU_CHECK_OUT=DIR (default $(BIN)/gpu-check),
@@ -20,6 +21,7 @@ gpu-kit: $(BIN)/libmigpro-shim.so simdriver
 	rm -rf $(GPU_KIT)
 	mkdir -p $(GPU_KIT)/bin $(GPU_KIT)/lib/migpro/simdriver $(GPU_KIT)/workloads
 	$(GO) build -ldflags '-s -w' -o $(GPU_KIT)/bin/migctl ./cmd/migctl
+	$(GO) build -ldflags '-s -w' -o $(GPU_KIT)/bin/migpro-lab ./cmd/migpro-lab
 	cp $(BIN)/libmigpro-shim.so $(GPU_KIT)/lib/migpro/
 	strip --strip-unneeded $(GPU_KIT)/lib/migpro/libmigpro-shim.so
 	cp $(SIMDRIVER_OUT)/libcuda.so $(SIMDRIVER_OUT)/libnvidia-ml.so $(SIMDRIVER_OUT)/nvidia-smi $(GPU_KIT)/lib/migpro/simdriver/

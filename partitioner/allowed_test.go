@@ -3,9 +3,10 @@ package partitioner
 import (
 	"context"
 	"errors"
-	"github.com/migpro/migpro/internal/quietlog"
 	"slices"
 	"testing"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // TestAllowedProfiles: with an allow-list the partitioner offers and creates

@@ -3,11 +3,11 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"io"
 	"testing"
 
-	"github.com/sirupsen/logrus"
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // benchService is a service over n healthy devices, as on a node with
@@ -21,8 +21,7 @@ func benchService(b *testing.B, n int) (*service, []string) {
 		inv.Put("1g.5gb", dev(id, true))
 		ids = append(ids, id)
 	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log := quietlog.New()
 	return &service{profile: "1g.5gb", resource: "nvidia.com/mig-1g.5gb", inv: inv, changed: newNotifier(),
 		check: func(context.Context, string, []string) error { return nil }, prefer: DefaultPreference, log: log}, ids
 }
@@ -47,8 +46,7 @@ func BenchmarkAllocateGRPC(b *testing.B) {
 	dir := b.TempDir()
 	inv := newFakeInventory("1g.5gb")
 	inv.Put("1g.5gb", dev(uuidA, true))
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log := quietlog.New()
 	cfg := defaultConfig()
 	cfg.dir, cfg.log = dir, log
 	srv := newServer("1g.5gb", inv, newNotifier(), &cfg)
@@ -83,8 +81,7 @@ func BenchmarkListAndWatchList(b *testing.B) {
 func BenchmarkAdvertise(b *testing.B) {
 	dir := b.TempDir()
 	inv := newFakeInventory("1g.5gb")
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log := quietlog.New()
 	m, err := NewManager(inv, WithPluginDir(dir), WithLogger(log))
 	if err != nil {
 		b.Fatal(err)

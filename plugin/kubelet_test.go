@@ -2,14 +2,14 @@ package plugin
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/migpro/migpro/internal/quietlog"
 )
 
 // dialPlugin connects to a plugin socket the way the kubelet does.
@@ -31,8 +31,7 @@ func dialPluginB(t testing.TB, socket string) v1beta1.DevicePluginClient {
 // it and returns Run's error; it may be called more than once.
 func startManager(t *testing.T, dir string, inv Inventory, opts ...Option) (m *Manager, stop func() error) {
 	t.Helper()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
+	quiet := quietlog.New()
 	opts = append([]Option{WithPluginDir(dir), WithLogger(quiet), WithRegisterBackoff(10*time.Millisecond, 100*time.Millisecond)}, opts...)
 	m, err := NewManager(inv, opts...)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/quietlog"
@@ -321,6 +323,14 @@ func (g *gpuSlot) mayFit(p Profile) bool {
 	return g.model.geo.MayFit(g.heldSlots, g.heldSlices, p.Name)
 }
 
+// quietLogger is the simulated nodes' logger: it writes nothing, and at
+// error level nothing below is even formatted.
+func quietLogger() logrus.FieldLogger {
+	l := quietlog.New()
+	l.SetLevel(logrus.ErrorLevel)
+	return l
+}
+
 // newCluster builds nodes×gpus simulated GPUs, one partitioner per node.
 // clock is the simulated time (the demand mix decays by it); policy makes each node's placement policy (it may hold per-node state).
 func newCluster(model *Model, nodes, gpus int, seed int64, clock func() time.Time, policy func(*node) partitioner.Policy) ([]*node, error) {
@@ -334,7 +344,7 @@ func newCluster(model *Model, nodes, gpus int, seed int64, clock func() time.Tim
 		if model.perGPU != nil {
 			spec = model.Name
 		}
-		sn, err := simgpu.NewNode(spec, simgpu.WithSeed(seed+int64(i)), simgpu.WithLogger(quietlog.New()))
+		sn, err := simgpu.NewNode(spec, simgpu.WithSeed(seed+int64(i)), simgpu.WithLogger(quietLogger()))
 		if err != nil {
 			return fail(fmt.Errorf("node %d: %w", i, err))
 		}
@@ -343,7 +353,7 @@ func newCluster(model *Model, nodes, gpus int, seed int64, clock func() time.Tim
 			nd.gpus = append(nd.gpus, &gpuSlot{global: i*gpus + g, model: model.gpuModel(g)})
 		}
 		nd.pcie = &pcieCtx{node: nd}
-		part, err := partitioner.New(sn, partitioner.WithPolicy(policy(nd)), partitioner.WithLogger(quietlog.New()), partitioner.WithClock(clock))
+		part, err := partitioner.New(sn, partitioner.WithPolicy(policy(nd)), partitioner.WithLogger(quietLogger()), partitioner.WithClock(clock))
 		if err != nil {
 			_ = sn.Close()
 			return fail(fmt.Errorf("node %d: %w", i, err))

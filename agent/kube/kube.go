@@ -76,7 +76,7 @@ func New(opts ...Option) agent.ClusterFunc {
 	for _, f := range opts {
 		f(&o)
 	}
-	return func(a *agent.Agent) (agent.Cluster, error) { return newLink(a, o) }
+	return func(ctx context.Context, a *agent.Agent) (agent.Cluster, error) { return newLink(ctx, a, o) }
 }
 
 // link is cluster demand and readmission for one agent.
@@ -100,7 +100,7 @@ type link struct {
 // container, so a full queue means the API server is far behind.
 const markQueue = 256
 
-func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
+func newLink(ctx context.Context, a *agent.Agent, o options) (agent.Cluster, error) {
 	cfg := a.Config()
 	log := a.Logger().WithField("component", "cluster")
 	cs := o.clientset
@@ -120,7 +120,7 @@ func newLink(a *agent.Agent, o options) (agent.Cluster, error) {
 		log.Warn("an API server is configured but no node name: cluster demand and readmission are off")
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := (&link{a: a, log: log}).checkNode(ctx, cs); err != nil {
 		return nil, err

@@ -2,13 +2,11 @@ package kube_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -46,8 +44,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) open(t *testing.T, opts ...agent.Option) *agent.Agent {
 	t.Helper()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
+	quiet := quietlog.New()
 	opts = append([]agent.Option{agent.WithAssignments(podresourcestest.NewFake()), agent.WithLogger(quiet)}, opts...)
 	a, err := agent.New(e.cfg, agent.GPU{Node: e.node}, opts...)
 	if err == nil {
@@ -101,7 +98,7 @@ current-context: x
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			tc.adjust(&e.cfg)
-			l, err := kube.New()(e.open(t))
+			l, err := kube.New()(t.Context(), e.open(t))
 			if (err != nil) != tc.wantErr || (l != nil) != tc.wantOn {
 				t.Fatalf("link %v, err %v; want on=%v err=%v", l, err, tc.wantOn, tc.wantErr)
 			}

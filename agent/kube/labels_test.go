@@ -36,7 +36,7 @@ func TestNodeLabelledOnceWithGPUFacts(t *testing.T) {
 	cs := fake.NewClientset(node)
 	e := newEnv(t)
 	e.cfg.Kubeconfig = ""
-	if _, err := kube.New(kube.WithClientset(cs))(e.open(t)); err != nil {
+	if _, err := kube.New(kube.WithClientset(cs))(t.Context(), e.open(t)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := cs.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
@@ -60,7 +60,7 @@ func TestNodeLabelledOnceWithGPUFacts(t *testing.T) {
 		t.Fatalf("%d node patches, want 1", n)
 	}
 	// The agent restarts: same facts, no write.
-	if _, err := kube.New(kube.WithClientset(cs))(e.open(t)); err != nil {
+	if _, err := kube.New(kube.WithClientset(cs))(t.Context(), e.open(t)); err != nil {
 		t.Fatal(err)
 	}
 	if n := patches(cs); n != 1 {
@@ -75,7 +75,7 @@ func TestRefusesBesideAnotherMIGPlugin(t *testing.T) {
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("7")}}}
 	cs := fake.NewClientset(node)
 	e := newEnv(t)
-	_, err := kube.New(kube.WithClientset(cs))(e.open(t))
+	_, err := kube.New(kube.WithClientset(cs))(t.Context(), e.open(t))
 	if err == nil || !strings.Contains(err.Error(), "another device plugin already advertises nvidia.com/mig-1g.5gb") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("err %v, want one line naming the foreign resource", err)
 	}
@@ -85,7 +85,7 @@ func TestRefusesBesideAnotherMIGPlugin(t *testing.T) {
 	// migpro's own resources on a node it labelled are not foreign.
 	node.Labels = map[string]string{kube.LabelMIGCapable: "true"}
 	cs = fake.NewClientset(node)
-	if _, err := kube.New(kube.WithClientset(cs))(e.open(t)); err != nil {
+	if _, err := kube.New(kube.WithClientset(cs))(t.Context(), e.open(t)); err != nil {
 		t.Fatalf("migpro's own resources taken as foreign: %v", err)
 	}
 }
@@ -97,7 +97,7 @@ func TestNodeForbiddenIsNotFatal(t *testing.T) {
 		return true, nil, errForbidden
 	})
 	e := newEnv(t)
-	if _, err := kube.New(kube.WithClientset(cs))(e.open(t)); err != nil {
+	if _, err := kube.New(kube.WithClientset(cs))(t.Context(), e.open(t)); err != nil {
 		t.Fatal(err)
 	}
 }

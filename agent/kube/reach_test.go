@@ -70,7 +70,7 @@ func TestNetworkErrorIsNotBlamedOnRBAC(t *testing.T) {
 		log := &syncBuffer{}
 		l := logrus.New()
 		l.SetOutput(log)
-		if _, err := kube.New(kube.WithClientset(cs))(e.open(t, agent.WithLogger(l))); err != nil {
+		if _, err := kube.New(kube.WithClientset(cs))(t.Context(), e.open(t, agent.WithLogger(l))); err != nil {
 			t.Fatal(err)
 		}
 		if out := log.String(); !strings.Contains(out, c.want) || strings.Contains(out, c.not) {
@@ -89,7 +89,7 @@ func TestRefusesBesideNVIDIAsSingleStrategy(t *testing.T) {
 			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("7")}}},
 	} {
 		e := newEnv(t)
-		_, err := kube.New(kube.WithClientset(fake.NewClientset(node)))(e.open(t))
+		_, err := kube.New(kube.WithClientset(fake.NewClientset(node)))(t.Context(), e.open(t))
 		if err == nil || !strings.Contains(err.Error(), "another device plugin") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want a one-line refusal", name, err)
 		}
@@ -98,7 +98,7 @@ func TestRefusesBesideNVIDIAsSingleStrategy(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"nvidia.com/mig.strategy": "none"}},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}
 	e := newEnv(t)
-	if _, err := kube.New(kube.WithClientset(fake.NewClientset(node)))(e.open(t)); err != nil {
+	if _, err := kube.New(kube.WithClientset(fake.NewClientset(node)))(t.Context(), e.open(t)); err != nil {
 		t.Errorf("beside NVIDIA's plugin with strategy none: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/migpro/migpro/internal/buildinfo"
 	"github.com/migpro/migpro/internal/ctl"
 )
 
@@ -23,23 +22,12 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 // agent have --socket and --timeout, and only those that print JSON have
 // --output.
 func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "migctl",
-		Short: "Talk to the local migpro agent and try its placement and prediction offline",
-		Long: `migctl gets and frees MIG instances from the local migpro agent, shows its GPUs and
+	return ctl.NewRootCmd("migctl",
+		"Talk to the local migpro agent and try its placement and prediction offline",
+		`migctl gets and frees MIG instances from the local migpro agent, shows its GPUs and
 the containers' memory, and tries the partitioner, the estimator and the predictor
-offline on simulated GPUs and recorded traces. The demo, the workload replay and
-run's containerd client live in migpro-lab.`,
-		Version: buildinfo.Read().Line("migctl"),
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.SetOut(cmd.ErrOrStderr())
-			_ = cmd.Help()
-			return ctl.Usagef("no command given")
-		},
-	}
-	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newAllocCmd(), newFreeCmd(), newStatusCmd(), newTopCmd(),
-		newPlanCmd(), newPredictCmd(), newEstimateCmd(), newRecordCmd(), newDoctorCmd(), ctl.NewVersionCmd("migctl"))
-	return root
+offline on simulated GPUs and recorded traces. The demo, the workload replay,
+run's containerd client and the CDI spec preview (cdi-spec) live in migpro-lab.`,
+		newAllocCmd(), newFreeCmd(), newStatusCmd(), newTopCmd(),
+		newPlanCmd(), newPredictCmd(), newEstimateCmd(), newRecordCmd(), newDoctorCmd())
 }

@@ -14,14 +14,15 @@ import (
 
 	"github.com/migpro/migpro/estimator"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/ctl"
 	"github.com/migpro/migpro/internal/quietlog"
 	"github.com/migpro/migpro/record"
 )
 
 const recordUsage = "usage: migctl record [--output FILE] [--samples FILE] [--history FILE --key KEY] [--simulate MODEL [--profile P]] [--shim PATH | --no-shim] [--no-nvml] -- COMMAND [ARGS...]"
 
-// auto as --shim or --sim-driver looks beside migctl (see findBeside).
-const auto = "auto"
+// auto as --shim or --sim-driver looks beside migctl (see ctl.FindBeside).
+const auto = ctl.Auto
 
 type recordOptions struct {
 	output, samples   string
@@ -115,19 +116,15 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 	c := record.Config{Command: args, Interval: o.interval, ForwardSignals: true,
 		Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: stderr, Log: quietlog.New()}
 	if !o.noShim {
-		if c.Shim, err = findBeside(o.shim, "libmigpro-shim.so", "--shim", "build it with `make shim`, pass --shim PATH, or run with --no-shim"); err != nil {
+		if c.Shim, err = ctl.FindBeside(o.shim, "libmigpro-shim.so", "--shim", "build it with `make shim`, pass --shim PATH, or run with --no-shim"); err != nil {
 			return err
 		}
 	}
 	comments := []string{"migctl record -- " + strings.Join(args, " ")}
 	if o.simulate != "" {
-		dir, err := findBeside(o.simDriver, "simdriver", "--sim-driver", "build the stubs with `make simdriver`, or pass --sim-driver DIR")
+		sim, err := ctl.SimulatedDriver(o.simulate, o.profile, o.simDriver)
 		if err != nil {
 			return err
-		}
-		sim, err := record.Simulate(o.simulate, o.profile, dir, quietlog.New())
-		if err != nil {
-			return recordUsagef("%v", err)
 		}
 		defer sim.Close()
 		c.ExtraEnv = sim.Env
@@ -166,9 +163,10 @@ func (o *recordOptions) run(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("output: %w", err)
 	}
 	if samples != nil {
-		if err := record.WriteSamples(samples, res.Start, res.Rows); err == nil {
-			err = samples.Close()
-		} else {
+		if err := record.WriteSamples(samples, res.Start, res.Rows); err != nil {
+			return fmt.Errorf("samples: %w", err)
+		}
+		if err := samples.Close(); err != nil {
 			return fmt.Errorf("samples: %w", err)
 		}
 	}
@@ -201,28 +199,4 @@ func summarise(w io.Writer, path string, res record.Result) uint64 {
 	fmt.Fprintf(w, "migctl record: %d samples over %.1fs, peak %s (shim %s, NVML %s), %d driver allocations, exit %d; trace in %s\n",
 		len(res.Rows), res.Wall.Seconds(), sizeOf(peakUsed), sizeOf(peakShim), sizeOf(peakNVML), allocs, res.ExitCode, path)
 	return peakUsed
-}
-
-// findBeside resolves a file flag: a path as given, or with "auto" the
-// first of <migctl dir>/name and <migctl dir>/../lib/migpro/name that exists.
-func findBeside(v, name, flag, fix string) (string, error) {
-	if v != auto {
-		if _, err := os.Stat(v); err != nil {
-			return "", fmt.Errorf("%s: %w", flag, err)
-		}
-		return v, nil
-	}
-	exe, err := os.Executable()
-	if err == nil {
-		if r, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = r
-		}
-		dir := filepath.Dir(exe)
-		for _, p := range []string{filepath.Join(dir, name), filepath.Join(dir, "..", "lib", "migpro", name)} {
-			if _, err := os.Stat(p); err == nil {
-				return filepath.Clean(p), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%s not found beside migctl: %s", name, fix)
 }

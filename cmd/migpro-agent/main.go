@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string) error {
 	if _, err := readmit.ParseMode(cfg.ReadmitMode); err != nil {
 		return fmt.Errorf("--readmit-mode: %w", err)
 	}
-	link := kube.New() //nolint:contextcheck // the link is built inside agent.Run, which hands it Run's context
+	link := kube.New()
 	if *draOn {
 		link = dra.Link(link, dra.WithKubeletRoot(*draRoot))
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/migpro/migpro/internal/buildinfo"
 	"github.com/migpro/migpro/internal/ctl"
 )
 
@@ -19,21 +18,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 }
 
 func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "migpro-lab",
-		Short: "Watch migpro place and move work: the demo, workload replays and migpro-lab run",
-		Long: `migpro-lab runs the demo, replays workloads under several placement policies on
+	return ctl.NewRootCmd("migpro-lab",
+		"Watch migpro place and move work: the demo, workload replays, migpro-lab run and the CDI spec preview",
+		`migpro-lab runs the demo, replays workloads under several placement policies on
 simulated nodes (with charts), and runs a containerd container that moves to a
-larger MIG instance before it runs out of memory. The node tool is migctl.`,
-		Version: buildinfo.Read().Line("migpro-lab"),
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.SetOut(cmd.ErrOrStderr())
-			_ = cmd.Help()
-			return ctl.Usagef("no command given")
-		},
-	}
-	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newDemoCmd(), newReplayCmd(), newRunCmd(), ctl.NewVersionCmd("migpro-lab"))
-	return root
+larger MIG instance before it runs out of memory; cdi-spec prints the CDI spec the
+agent would write for this node's driver, writing nothing. The node tool is migctl.`,
+		newDemoCmd(), newReplayCmd(), newRunCmd(), newCDISpecCmd())
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -14,8 +14,11 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// The cluster stops on these signals, also while it starts: up runs to
+	// its end, then the cleanups run.
+	stopped := make(chan os.Signal, 1)
+	signal.Notify(stopped, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(stopped)
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: clusterup KUBECONFIG_COPY (make cluster-up)")
 		os.Exit(2)
@@ -24,12 +27,15 @@ func main() {
 	defer t.cleanup()
 	func() {
 		defer func() {
-			if r := recover(); r != nil && r != errFatal {
+			if r := recover(); r != nil {
+				if err, _ := r.(error); errors.Is(err, errFatal) {
+					return
+				}
 				panic(r)
 			}
 		}()
 		up(t, os.Args[1])
-		<-ctx.Done()
+		<-stopped
 		fmt.Println("clusterup: stopping the cluster")
 	}()
 	if t.failed {
@@ -62,7 +68,7 @@ func up(t *runner, copyTo string) {
 }
 
 // errFatal unwinds up after a Fatal.
-var errFatal = fmt.Errorf("fatal")
+var errFatal = errors.New("fatal")
 
 // runner is the testing.TB the harness needs, for a program: it logs to
 // stdout, runs cleanups last-first, and turns Fatal into an exit.

@@ -19,7 +19,7 @@ import (
 
 func insecureTLS() *tls.Config {
 	// The kubelet serves a self-signed certificate from its root dir.
-	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback test kubelet
+	return &tls.Config{InsecureSkipVerify: true}
 }
 
 // Pods returns the kubelet's pods from https://<Address>:10250/pods.

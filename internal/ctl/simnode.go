@@ -7,6 +7,7 @@ import (
 
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/internal/quietlog"
+	"github.com/migpro/migpro/record"
 )
 
 // NewSimNode makes a simulated node whose device files live in a temporary
@@ -27,7 +28,18 @@ func NewSimNode(spec string, seed int64, log logrus.FieldLogger) (*simgpu.Node, 
 	return node, func() { node.Close(); os.RemoveAll(dir) }, nil
 }
 
-// QuietLogger discards what the partitioner and the agent log while a
-// command narrates on its own: internal/quietlog's logger, kept for the
-// callers not yet moved to it.
-func QuietLogger() logrus.FieldLogger { return quietlog.New() }
+// SimulatedDriver installs the simulated driver, with one instance of
+// profile on a simulated GPU of model, for --simulate. simDriver is
+// --sim-driver: the stubs' directory, or Auto to find simdriver/ beside the
+// binary. A bad model or profile is a UsageError.
+func SimulatedDriver(model, profile, simDriver string) (*record.Sim, error) {
+	dir, err := FindBeside(simDriver, "simdriver", "--sim-driver", "build the stubs with `make simdriver`, or pass --sim-driver DIR")
+	if err != nil {
+		return nil, err
+	}
+	sim, err := record.Simulate(model, profile, dir, quietlog.New())
+	if err != nil {
+		return nil, Usagef("%v", err)
+	}
+	return sim, nil
+}

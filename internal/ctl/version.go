@@ -32,3 +32,26 @@ func NewVersionCmd(program string) *cobra.Command {
 	out.AddFlagsTo(cmd)
 	return cmd
 }
+
+// NewRootCmd is program's root command, as migctl and migpro-lab share it:
+// --version and the version subcommand print the build information, and
+// without a subcommand it prints its help to stderr and exits 2. cmds are
+// its subcommands; the version subcommand is added last.
+func NewRootCmd(program, short, long string, cmds ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{
+		Use:     program,
+		Short:   short,
+		Long:    long,
+		Version: buildinfo.Read().Line(program),
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Help()
+			return Usagef("no command given")
+		},
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(cmds...)
+	root.AddCommand(NewVersionCmd(program))
+	return root
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/trace"
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
@@ -37,6 +38,18 @@ func ShapeConfig(base predictor.Config, s tracegen.Shape) predictor.Config {
 	return predictor.ForSeconds(cfg)
 }
 
+// shapeOOM is when tr first uses more than tracegen.ShapeCapacity, the
+// instance the shapes are described on (tracegen.OOM measures against the
+// larger tracegen.Capacity, which the shapes never reach).
+func shapeOOM(tr trace.Trace) (float64, bool) {
+	for _, row := range tr.Rows {
+		if row.Used > tracegen.ShapeCapacity {
+			return row.T, true
+		}
+	}
+	return 0, false
+}
+
 // ScoreShapes runs every shape at both rates for seeds seeds.
 func ScoreShapes(base predictor.Config, shapes []tracegen.Shape, seeds int) ([]ShapeRow, error) {
 	var rows []ShapeRow
@@ -47,12 +60,7 @@ func ScoreShapes(base predictor.Config, shapes []tracegen.Shape, seeds int) ([]S
 			var leads, ways []float64
 			for seed := range uint64(seeds) {
 				tr := s.Generate(seed, hz)
-				oom, grows := tracegen.OOM(tr)
-				if tr.Rows[len(tr.Rows)-1].Used > tracegen.ShapeCapacity {
-					oom, grows = tr.Rows[len(tr.Rows)-1].T, true
-				} else {
-					grows = false
-				}
+				oom, grows := shapeOOM(tr)
 				if grows != s.Growing {
 					return nil, fmt.Errorf("%s seed %d at %g Hz: reaches capacity %v, want %v", s.Name, seed, hz, grows, s.Growing)
 				}

@@ -2,13 +2,10 @@ package ctltest
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/client"
@@ -28,8 +25,7 @@ func Agent(t testing.TB, kind string, seed int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log := quietlog.New()
 	sock := filepath.Join(dir, "a.sock")
 	a, err := agent.New(agent.Config{StateDir: filepath.Join(dir, "state"), Socket: sock,
 		CDISpecDir: filepath.Join(dir, "cdi"), CDIKind: kind, TelemetryDir: filepath.Join(dir, "run")},

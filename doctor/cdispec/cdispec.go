@@ -1,4 +1,4 @@
-package doctor
+package cdispec
 
 import (
 	"encoding/json"
@@ -15,12 +15,13 @@ import (
 	specs "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/migpro/migpro/cdi"
+	"github.com/migpro/migpro/doctor"
 	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/gpu/nvmlgpu"
 )
 
-// SpecOptions says which driver the spec is made from.
-type SpecOptions struct {
+// Options says which driver the spec is made from.
+type Options struct {
 	// NVML is the library (nil: the system's libnvidia-ml.so.1).
 	NVML nvml.Interface
 	// DriverRoot is where the driver is installed (default /); DevRoot
@@ -34,7 +35,7 @@ type SpecOptions struct {
 	// DeviceEdits lets nvcdi make the instances' device edits, as the agent
 	// does on a real driver.
 	DeviceEdits bool
-	// Log is required: Spec refuses to run without one (muted callers pass
+	// Log is required: Make refuses to run without one (muted callers pass
 	// internal/quietlog).
 	Log logrus.FieldLogger
 }
@@ -81,8 +82,8 @@ type InstanceSpec struct {
 	Spec *specs.Spec `json:"spec"`
 }
 
-// SpecReport is what the agent's CDI code makes on this node.
-type SpecReport struct {
+// Report is what the agent's CDI code makes on this node.
+type Report struct {
 	DriverRoot    string `json:"driverRoot"`
 	DriverVersion string `json:"driverVersion"`
 	// Libraries, Binaries, Firmware and OtherMounts are the host paths of
@@ -103,16 +104,16 @@ type SpecReport struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Spec makes the driver's common edits with nvcdi, as the agent does at
+// Make makes the driver's common edits with nvcdi, as the agent does at
 // start, and the full spec of each MIG instance present, written to a
 // temporary directory and read back (never to a CDI directory). An error
 // means nothing could be made; partial results carry Notes.
-func Spec(o SpecOptions) (SpecReport, error) {
+func Make(o Options) (Report, error) {
 	if o.DriverRoot == "" {
 		o.DriverRoot = cdi.DefaultDriverRoot
 	}
 	if o.Log == nil {
-		return SpecReport{}, errors.New("doctor spec: no logger (SpecOptions.Log)")
+		return Report{}, errors.New("cdi spec: no logger (Options.Log)")
 	}
 	lib := o.NVML
 	if lib == nil {
@@ -122,12 +123,12 @@ func Spec(o SpecOptions) (SpecReport, error) {
 	// before anything else is called into it.
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
-			return SpecReport{}, fmt.Errorf("CDI spec: libnvidia-ml.so.1 not found: %s", driverFix)
+			return Report{}, fmt.Errorf("CDI spec: libnvidia-ml.so.1 not found: %s", doctor.DriverFix)
 		}
-		return SpecReport{}, fmt.Errorf("CDI spec: NVML did not initialise: %s", nvmlgpu.CodeName(ret))
+		return Report{}, fmt.Errorf("CDI spec: NVML did not initialise: %s", nvmlgpu.CodeName(ret))
 	}
 	defer lib.Shutdown()
-	r := SpecReport{DriverRoot: o.DriverRoot}
+	r := Report{DriverRoot: o.DriverRoot}
 	d, err := cdi.NewNVIDIADriver(lib, cdi.WithDriverRoot(o.DriverRoot), cdi.WithDevRoot(o.DevRoot),
 		cdi.WithHookPath(o.HookPath), cdi.WithDeviceEdits(o.DeviceEdits), cdi.WithDriverLogger(o.Log))
 	if err != nil {
@@ -142,7 +143,7 @@ func Spec(o SpecOptions) (SpecReport, error) {
 	return r, nil
 }
 
-func (r *SpecReport) classify() {
+func (r *Report) classify() {
 	for _, m := range r.CommonEdits.Mounts {
 		base := filepath.Base(m.HostPath)
 		switch {
@@ -176,7 +177,7 @@ func (r *SpecReport) classify() {
 }
 
 // instances adds the spec of every MIG instance on a GPU in MIG mode.
-func (r *SpecReport) instances(lib nvml.Interface, d cdi.Driver, o SpecOptions) {
+func (r *Report) instances(lib nvml.Interface, d cdi.Driver, o Options) {
 	opts := []nvmlgpu.Option{nvmlgpu.WithLogger(o.Log)}
 	if o.Paths != nil {
 		opts = append(opts, nvmlgpu.WithPaths(*o.Paths))
@@ -201,7 +202,7 @@ func (r *SpecReport) instances(lib nvml.Interface, d cdi.Driver, o SpecOptions) 
 	for _, dev := range node.Devices() {
 		r.GPUs = append(r.GPUs, gpuInfo(dev))
 		if on, err := dev.MIGEnabled(); err != nil || !on {
-			r.Notes = append(r.Notes, fmt.Sprintf("GPU %d: MIG mode off, no instances (doctor changes nothing)", dev.Index()))
+			r.Notes = append(r.Notes, fmt.Sprintf("GPU %d: MIG mode off, no instances (nothing is changed)", dev.Index()))
 			continue
 		}
 		insts, err := dev.Instances()
@@ -223,7 +224,7 @@ func (r *SpecReport) instances(lib nvml.Interface, d cdi.Driver, o SpecOptions) 
 	}
 }
 
-func (r *SpecReport) instanceSpec(w *cdi.Writer, dev gpu.Device, in gpu.Instance, paths gpu.DriverPaths) {
+func (r *Report) instanceSpec(w *cdi.Writer, dev gpu.Device, in gpu.Instance, paths gpu.DriverPaths) {
 	ci := cdi.Instance{UUID: in.UUID, GPUIndex: dev.Index(), GPUMinor: dev.Minor(), GIID: in.GIID, CIID: in.CIID}
 	if _, err := w.Write(ci, paths); err != nil {
 		r.Notes = append(r.Notes, err.Error())
@@ -244,7 +245,7 @@ func (r *SpecReport) instanceSpec(w *cdi.Writer, dev gpu.Device, in gpu.Instance
 }
 
 // WriteText summarises the report: counts and paths, one per line.
-func (r SpecReport) WriteText(w io.Writer) error {
+func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "driver %s under %s\n", r.DriverVersion, r.DriverRoot)
 	for _, g := range []struct {

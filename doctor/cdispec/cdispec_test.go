@@ -1,4 +1,4 @@
-package doctor_test
+package cdispec_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migpro/migpro/doctor"
+	"github.com/migpro/migpro/doctor/cdispec"
 	"github.com/migpro/migpro/gpu/simgpu"
 	"github.com/migpro/migpro/gpu/simgpu/simdrivertest"
 	"github.com/migpro/migpro/internal/quietlog"
@@ -26,7 +26,7 @@ func TestSpecOfSimulatedDriverWritesNoCDIDir(t *testing.T) {
 	defer sim.Close()
 	paths := sim.Paths()
 	before, _ := filepath.Glob("/var/run/cdi/*")
-	r, err := doctor.Spec(doctor.SpecOptions{NVML: sim.Lib(), DriverRoot: sim.Root(), DevRoot: filepath.Dir(paths.DevDir), Paths: &paths, Log: quietlog.New()})
+	r, err := cdispec.Make(cdispec.Options{NVML: sim.Lib(), DriverRoot: sim.Root(), DevRoot: filepath.Dir(paths.DevDir), Paths: &paths, Log: quietlog.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
