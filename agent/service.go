@@ -93,8 +93,14 @@ func (a *Agent) Ready() error {
 	if mgr == nil || !a.kubeletPresent() {
 		return nil
 	}
+	sts := mgr.Status()
+	if len(sts) == 0 && len(a.part.Profiles()) > 0 {
+		// The manager is there but has not started its plugins yet: none
+		// can have registered.
+		return errors.New("device plugins not started yet")
+	}
 	var unregistered []string
-	for _, st := range mgr.Status() {
+	for _, st := range sts {
 		if !st.Registered {
 			unregistered = append(unregistered, st.Resource)
 		}

@@ -29,10 +29,12 @@ func (l *link) Ready() error {
 // ends, and logs once when it stops answering and once when it answers
 // again.
 func (l *link) watchReach(ctx context.Context) error {
-	t := time.NewTicker(reachEvery)
+	// Read once: the period is fixed for the life of the watch.
+	every := reachEvery
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		l.probe(ctx)
+		l.probe(ctx, every)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -41,8 +43,8 @@ func (l *link) watchReach(ctx context.Context) error {
 	}
 }
 
-func (l *link) probe(ctx context.Context) {
-	c, cancel := context.WithTimeout(ctx, reachEvery)
+func (l *link) probe(ctx context.Context, timeout time.Duration) {
+	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err := l.cs.CoreV1().Nodes().Get(c, l.node, metav1.GetOptions{})
 	if ctx.Err() != nil {
