@@ -49,7 +49,10 @@ def workload(out, name):
     w["peak_used_mib"] = max(ints(trace, "used_bytes") or [0]) / MiB
     # NVML against the shim at each poll: in the simulation both are the
     # instance's bytes; on a real GPU NVML adds the CUDA context.
-    polls = [r for r in samples if r["source"] == "nvml" and int(r["shim_bytes"]) > 0]
+    # Only polls where NVML lists the process compare: before it is listed
+    # and after it exits NVML has no figure for it, while the shim's last
+    # report still stands.
+    polls = [r for r in samples if r["source"] == "nvml" and int(r["shim_bytes"]) > 0 and int(r["nvml_process_bytes"]) > 0]
     if polls:
         d = [(int(r["nvml_process_bytes"]) - int(r["shim_bytes"])) / MiB for r in polls]
         w["nvml_minus_shim_mib"] = {"median": statistics.median(d), "min": min(d), "max": max(d), "n": len(d)}

@@ -31,10 +31,11 @@ grow = s["workloads"].get("driver-grow", {})
 want(grow.get("driver_allocs") == 16 and abs(grow.get("peak_shim_mib", 0) - 4096) < 1,
      "driver-grow: want 16 allocations and a 4096 MiB peak, got %s" % grow)
 # NVML polls and shim samples are taken at different moments 100 ms apart at
-# most, so they agree exactly only where nothing was allocated in between:
-# the smallest gap is 0 and no gap exceeds two 256 MiB steps.
+# most. The driver has the memory before the shim reports it, so NVML is
+# never below the shim while it lists the process, and never more than two
+# 256 MiB steps above it.
 nm = grow.get("nvml_minus_shim_mib")
-want(nm is not None and nm["min"] == 0 and 0 <= nm["max"] <= 512,
+want(nm is not None and 0 <= nm["min"] <= nm["max"] <= 512,
      "driver-grow: simulated NVML should track the shim: %s" % nm)
 oom = s["workloads"].get("driver-oom", {})
 want(4000 < oom.get("peak_shim_mib", 0) <= 5120, "driver-oom: peak should be the 1g.5gb's memory: %s" % oom)
