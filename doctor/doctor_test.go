@@ -194,4 +194,19 @@ func TestRuntimes(t *testing.T) {
 	if c := find(t, doctor.Run(o), "runtimes"); c.Status != doctor.StatusOK || !strings.Contains(c.Detail, "containerd 1.7.20") {
 		t.Fatalf("containerd 1.7 with enable_cdi: %+v", c)
 	}
+	// A podman too old for CDI beside a containerd that applies them: a
+	// warning that names the version needed.
+	if err := os.WriteFile(filepath.Join(root, "usr/bin/podman"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.Run = func(name string, _ ...string) (string, error) {
+		if filepath.Base(name) == "podman" {
+			return "podman version 3.4.4\n", nil
+		}
+		return "containerd github.com/containerd/containerd v1.7.20 8fc6bcff\n", nil
+	}
+	if c := find(t, doctor.Run(o), "runtimes"); c.Status != doctor.StatusWarn ||
+		!strings.Contains(c.Detail, "podman 3.4.4 (CDI from 4.1)") || c.Fix != "upgrade podman to 4.1 or later" {
+		t.Fatalf("podman 3.4: %+v", c)
+	}
 }

@@ -57,13 +57,16 @@ func cdiDirChecks(o Options) []Check {
 
 // runtimeCheck reports each runtime found and whether it applies CDI specs:
 // containerd 2.x always, 1.7 with enable_cdi; CRI-O from 1.23; podman from 4.1.
+// enableCDIRE finds containerd 1.7's enable_cdi setting in its config.
+var enableCDIRE = regexp.MustCompile(`(?m)^\s*enable_cdi\s*=\s*(true|false)`)
+
 func runtimeCheck(o Options) Check {
 	var found, bad []string
 	var fixes []string
 	if p, err := o.LookPath("containerd"); err == nil {
 		v := version(o, p, "--version")
 		conf, _ := os.ReadFile(o.host("/etc/containerd/config.toml"))
-		enabled := regexp.MustCompile(`(?m)^\s*enable_cdi\s*=\s*(true|false)`).FindSubmatch(conf)
+		enabled := enableCDIRE.FindSubmatch(conf)
 		switch {
 		case enabled != nil && string(enabled[1]) == "false":
 			bad = append(bad, "containerd "+v+" (enable_cdi = false)")
@@ -75,23 +78,22 @@ func runtimeCheck(o Options) Check {
 			fixes = append(fixes, "set enable_cdi = true (and cdi_spec_dirs) in the CRI plugin section of /etc/containerd/config.toml, or upgrade to containerd 2")
 		}
 	}
-	if p, err := o.LookPath("crio"); err == nil {
-		v := version(o, p, "--version")
-		if atLeast(v, 1, 23) {
-			found = append(found, "CRI-O "+v)
-		} else {
-			bad = append(bad, "CRI-O "+v+" (CDI from 1.23)")
-			fixes = append(fixes, "upgrade CRI-O to 1.23 or later")
+	// Runtimes that apply CDI specs from a minimum version on.
+	for _, rt := range []struct {
+		bin, name  string
+		maj, minor int
+	}{{"crio", "CRI-O", 1, 23}, {"podman", "podman", 4, 1}} {
+		p, err := o.LookPath(rt.bin)
+		if err != nil {
+			continue
 		}
-	}
-	if p, err := o.LookPath("podman"); err == nil {
 		v := version(o, p, "--version")
-		if atLeast(v, 4, 1) {
-			found = append(found, "podman "+v)
-		} else {
-			bad = append(bad, "podman "+v+" (CDI from 4.1)")
-			fixes = append(fixes, "upgrade podman to 4.1 or later")
+		if atLeast(v, rt.maj, rt.minor) {
+			found = append(found, rt.name+" "+v)
+			continue
 		}
+		bad = append(bad, fmt.Sprintf("%s %s (CDI from %d.%d)", rt.name, v, rt.maj, rt.minor))
+		fixes = append(fixes, fmt.Sprintf("upgrade %s to %d.%d or later", rt.name, rt.maj, rt.minor))
 	}
 	detail := "apply CDI specs: " + strings.Join(found, ", ")
 	if len(bad) > 0 {
