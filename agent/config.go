@@ -105,8 +105,11 @@ type Config struct {
 	// Telemetry: where the hook and shim are installed on the host, and the
 	// directory of per-container sockets (TelemetryOff turns telemetry and
 	// prediction off). An empty HookPath leaves the hook out of the specs.
-	HookPath     string
-	ShimPath     string
+	HookPath string
+	ShimPath string
+	// HookLog, when set, is the host file the hook also appends its log
+	// lines to.
+	HookLog      string
 	TelemetryDir string
 	// PollEvery is how often each registered container's instance memory
 	// is read through NVML (default 1 s: the shim's samples carry the

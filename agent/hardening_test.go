@@ -107,6 +107,7 @@ func TestMissingShimLeavesTelemetryOutOfTheSpecs(t *testing.T) {
 		dir := t.TempDir()
 		e.cfg.HookPath = filepath.Join(dir, "migpro-hook")
 		e.cfg.ShimPath = filepath.Join(dir, "libmigpro-shim.so")
+		e.cfg.HookLog = filepath.Join(dir, "hook.log")
 		if shim == "present" {
 			os.WriteFile(e.cfg.ShimPath, []byte("x"), 0o644)
 		}
@@ -124,6 +125,9 @@ func TestMissingShimLeavesTelemetryOutOfTheSpecs(t *testing.T) {
 		}
 		if got := strings.Contains(string(spec), e.cfg.ShimPath); got != (shim == "present") {
 			t.Errorf("shim %s: spec names it %v:\n%s", shim, got, spec)
+		}
+		if got := strings.Contains(string(spec), `"--log-file","`+e.cfg.HookLog+`"`) || strings.Contains(string(spec), "- --log-file\n      - "+e.cfg.HookLog); got != (shim == "present") {
+			t.Errorf("shim %s: the hook's args carry --log-file %s: %v:\n%s", shim, e.cfg.HookLog, got, spec)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 			// the instance: leave telemetry out, loudly.
 			a.log.WithError(err).Error("telemetry shim unusable: CDI specs carry no telemetry hook or shim; containers run without telemetry")
 		} else {
-			e := hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath, AgentSocket: a.cfg.Socket})
+			e := hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath, AgentSocket: a.cfg.Socket, LogFile: a.cfg.HookLog})
 			opts = append(opts, cdi.WithExtraEdits(toCDIEdits(e)))
 		}
 	}

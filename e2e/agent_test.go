@@ -84,10 +84,14 @@ func startAgent(t *testing.T, simulate string, extra ...string) *agentProc {
 		"--simulate", simulate, "--sim-root", filepath.Join(dir, "sim"), "--state-dir", filepath.Join(dir, "state"),
 		"--socket", a.Socket, "--cdi-dir", "/var/run/cdi", "--cdi-kind", e2eKind, "--telemetry-dir", filepath.Join(dir, "run"),
 		"--plugin-dir", "", "--pod-resources", "", "--track-every", "500ms", "--log-level", "debug",
+		"--hook-log", filepath.Join(dir, "hook.log"),
 	}, extra...)
 	t.Cleanup(func() {
 		a.stop(t, syscall.SIGTERM)
 		harness.KeepLog(t, "agent", a.log) // before the directory goes
+		harness.KeepLog(t, "hook", filepath.Join(dir, "hook.log"))
+		harness.LogTail(t, "agent", a.log, 30)
+		harness.LogTail(t, "hook", filepath.Join(dir, "hook.log"), 10)
 		removeE2ESpecs(t)
 		os.RemoveAll(dir)
 	})

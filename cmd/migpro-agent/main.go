@@ -87,6 +87,7 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.AssignGrace, "assign-grace", def.AssignGrace, "how long an instance the kubelet allocated stays in use before PodResources must list it")
 	fs.StringVar(&cfg.HookPath, "hook", "", "host path of migpro-hook to put in every CDI spec (empty: no telemetry hook)")
 	fs.StringVar(&cfg.ShimPath, "shim", "", "host path of libmigpro-shim.so")
+	fs.StringVar(&cfg.HookLog, "hook-log", "", "host file where migpro-hook also appends its log lines (runtimes drop a successful hook's stderr, so a fail-open line is otherwise lost); empty: stderr only")
 	fs.StringVar(&cfg.TelemetryDir, "telemetry-dir", def.TelemetryDir, "directory of per-container telemetry sockets; \"off\" disables telemetry and prediction")
 	fs.DurationVar(&cfg.PollEvery, "poll-every", def.PollEvery, "period of NVML memory polling per container")
 	fs.StringVar(&cfg.CapsDir, "nvidia-capabilities-dir", def.CapsDir, "where the host's /proc/driver/nvidia/capabilities is readable")

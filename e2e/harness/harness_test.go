@@ -115,3 +115,20 @@ func TestKeepLog(t *testing.T) {
 		t.Errorf("a second log: %v, logged %q; want it kept without another line", err, failed.logs)
 	}
 }
+
+func TestLogTail(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "agent.log")
+	if err := os.WriteFile(src, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	passed := &failedTB{}
+	LogTail(passed, "agent", src, 2)
+	if len(passed.logs) != 0 {
+		t.Errorf("a passing test logged %q", passed.logs)
+	}
+	failed := &failedTB{failed: true}
+	LogTail(failed, "agent", src, 2)
+	if len(failed.logs) != 1 || !strings.HasSuffix(failed.logs[0], "ends:\ntwo\nthree") {
+		t.Errorf("a failed test logged %q, want the last two lines", failed.logs)
+	}
+}

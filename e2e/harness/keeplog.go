@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -46,4 +47,23 @@ func KeepLog(t testing.TB, name, path string) {
 	if _, done := announced.LoadOrStore(t, true); !done {
 		t.Logf("logs kept in %s", dir)
 	}
+}
+
+// LogTail puts the last n lines of the log at path into a failed test's
+// own output (CI keeps that output, not the kept files). It does nothing
+// when t passed or the log is empty.
+func LogTail(t testing.TB, name, path string, n int) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	t.Logf("the %s log ends:\n%s", name, strings.Join(lines, "\n"))
 }
