@@ -27,6 +27,7 @@ type migpro struct {
 	hitBin int64
 	sc     [scales]scale
 	saw    saw
+	stairs stairs
 }
 
 // point is one bin: t, the peak so far (y), the raw usage and the count of
@@ -147,6 +148,12 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 	if p.peak >= capacity {
 		// Already at the limit: nothing to forecast, no reason to wait.
 		return m.decide(p, &m.sc[0], s.T, verdict{target: s.T, reason: ReasonOverCapacity})
+	}
+	if p.cfg.NearTime > 0 && !p.cfg.NoStairs && !p.cfg.NoTrendGate {
+		m.stairs.observe(s.T, p.peak, capacity)
+		if v, hit := m.stairs.check(p, s.T); hit {
+			return m.decide(p, &m.sc[0], s.T, v)
+		}
 	}
 	if p.bins < p.cfg.MinSamples {
 		m.streak = 0

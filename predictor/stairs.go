@@ -1,0 +1,156 @@
+package predictor
+
+import "math"
+
+// stairs reads the peak series as a run of rises (steps of a staircase, or
+// the quanta of a ramp) and asks issue 29's question directly: at the run's
+// own steady rate, does the container run out soon, sooner than an eviction
+// needs? It complements the binned windows, whose gates wait for 24 s of
+// history and for rises in every quarter of a window, which sees a KV cache
+// growing in steps, or fast growth after a load, only at its OOM.
+//
+//   - A rise is the peak climbing stairsQuantum of capacity above the level
+//     of the last rise: a step, or a slice of a ramp. Its gap is the time
+//     since the last rise.
+//   - A run is a sequence of rises of similar size and gap. A gap over
+//     stairsBreakGap times the run's mean gap (a pause: the end of a load)
+//     or a rise over stairsBreakSize times its mean step (one step: a cache
+//     reserved at once) starts a new run with that rise alone.
+//   - The run that starts with the container is its load or warm-up, and is
+//     never read as growth: only a run that starts after a pause or a jump
+//     can mark. A single step is never a trend: a run needs stairsMinGaps
+//     gaps.
+//   - The rate is the run's last stairsRing rises over the time from the
+//     oldest to now, so it falls while no step comes: a run that has stopped
+//     (no rise for stairsBreakGap mean gaps) never marks.
+//   - The rate's uncertainty comes from how regular the gaps are (their
+//     coefficient of variation cv over m gaps): the fast bound is
+//     rate·(1+stairsZ·cv/√m). Without a horizon, migpro marks when the time
+//     to OOM at the fast bound is under NearTime (and the eviction time). A
+//     warm-up staircase that stops under capacity is far from its OOM when it
+//     stops; steady growth reaches NearTime before its OOM.
+//   - With a horizon, it marks when the slow bound rate·(1−stairsZ·cv/√m)
+//     carries the peak past capacity before the horizon.
+//
+// It runs only on series in seconds (EvictionTime set, as ForSeconds does).
+// Its cost is O(1) per sample, O(stairsRing) on a sample that could mark.
+type stairs struct {
+	level     float64 // the peak at the last rise
+	started   bool
+	eligible  bool // the run started after a pause or a jump, not with the container
+	ring      [stairsRing]rise
+	head, n   int // next slot; rises held (≤ stairsRing)
+	lastT     float64
+	gapSum    float64 // sum of the gaps between the held rises
+	gapSqSum  float64
+	stepSum   float64 // sum of the steps of the held rises but the oldest
+}
+
+// rise is one rise: its time, the peak after it and the gap before it.
+type rise struct{ t, y, gap, step float64 }
+
+const (
+	stairsRing      = 8
+	stairsQuantum   = 0.02
+	stairsBreakGap  = 2.5
+	stairsBreakSize = 4
+	stairsMinGaps   = 4
+	stairsZ         = 1.5
+)
+
+// observe updates the runs with the peak at t; capacity sets the quantum.
+func (s *stairs) observe(t, peak, capacity float64) {
+	if !s.started {
+		s.started, s.level = true, peak
+		s.reset(t, peak, 0, 0, false)
+		return
+	}
+	if peak < s.level+stairsQuantum*capacity {
+		return
+	}
+	gap, step := t-s.lastT, peak-s.level
+	s.level = peak
+	if s.n >= 2 {
+		m := float64(s.n - 1)
+		if gap > stairsBreakGap*s.gapSum/m || step > stairsBreakSize*max(s.stepSum/m, stairsQuantum*capacity) {
+			s.reset(t, peak, gap, step, true)
+			return
+		}
+	}
+	if s.n == stairsRing {
+		// Drop the oldest: its successor's gap and step leave the sums.
+		next := s.ring[(s.head+1)%stairsRing]
+		s.gapSum -= next.gap
+		s.gapSqSum -= next.gap * next.gap
+		s.stepSum -= next.step
+	} else {
+		s.n++
+	}
+	if s.n > 1 {
+		s.gapSum += gap
+		s.gapSqSum += gap * gap
+		s.stepSum += step
+	}
+	s.ring[s.head] = rise{t, peak, gap, step}
+	s.head = (s.head + 1) % stairsRing
+	s.lastT = t
+}
+
+// reset starts a run with one rise.
+func (s *stairs) reset(t, peak, gap, step float64, eligible bool) {
+	s.ring[0] = rise{t, peak, gap, step}
+	s.head, s.n = 1, 1
+	s.gapSum, s.gapSqSum, s.stepSum = 0, 0, 0
+	s.lastT, s.eligible = t, eligible
+}
+
+// rate is the run's rate up to now, with its relative uncertainty; false
+// when the run cannot mark (not eligible, too short, or stopped).
+func (s *stairs) rate(now float64) (r, rel float64, ok bool) {
+	m := float64(s.n - 1)
+	if !s.eligible || s.n-1 < stairsMinGaps {
+		return 0, 0, false
+	}
+	mean := s.gapSum / m
+	if now-s.lastT > stairsBreakGap*mean {
+		return 0, 0, false
+	}
+	oldest := s.ring[s.head%stairsRing]
+	if s.n < stairsRing {
+		oldest = s.ring[0]
+	}
+	newest := s.ring[(s.head+stairsRing-1)%stairsRing]
+	dt := now - oldest.t
+	if dt <= 0 || mean <= 0 {
+		return 0, 0, false
+	}
+	r = (newest.y - oldest.y) / dt
+	v := max(0, s.gapSqSum/m-mean*mean)
+	return r, math.Sqrt(v) / mean / math.Sqrt(m), true
+}
+
+// check is the stairs' verdict at now.
+func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
+	r, rel, ok := s.rate(now)
+	if !ok || r <= 0 {
+		return verdict{}, false
+	}
+	capacity := float64(p.cfg.Capacity)
+	left := capacity - p.peak
+	if h := p.cfg.Horizon; h > now {
+		slow := r * (1 - stairsZ*rel)
+		if slow <= 0 || p.peak+slow*(h-now) <= capacity {
+			return verdict{}, false
+		}
+		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, true
+	}
+	tto := left / (r * (1 + stairsZ*rel))
+	near := p.cfg.NearTime
+	if p.cfg.EvictionTime > 0 {
+		near = min(near, p.cfg.EvictionTime)
+	}
+	if tto > near {
+		return verdict{}, false
+	}
+	return verdict{target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM}, true
+}
