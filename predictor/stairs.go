@@ -12,14 +12,19 @@ import "math"
 //   - A rise is the peak climbing stairsQuantum of capacity above the level
 //     of the last rise: a step, or a slice of a ramp. Its gap is the time
 //     since the last rise.
-//   - A run is a sequence of rises of similar size and gap. A gap over
-//     stairsBreakGap times the run's mean gap (a pause: the end of a load)
-//     or a rise over stairsBreakSize times its mean step (one step: a cache
-//     reserved at once) starts a new run with that rise alone.
+//   - A run is a sequence of rises of similar size. A rise over
+//     stairsBreakSize times its mean step (one step: a cache reserved at
+//     once) starts a new run with that rise alone. So does, in the run that
+//     starts with the container, a gap over stairsBreakGap times the run's
+//     mean gap and at least stairsPause (a pause: the end of a load). Later
+//     runs keep their long gaps, which lower their rate.
 //   - The run that starts with the container is its load or warm-up, and is
-//     never read as growth: only a run that starts after a pause or a jump
-//     can mark. A single step is never a trend: a run needs stairsMinGaps
-//     gaps.
+//     never read as growth: only a run that starts after a pause (a long
+//     gap of at least stairsPause) can mark. A single step is never a
+//     trend: a run needs stairsMinGaps gaps over stairsMinSpan.
+//   - When the shim counts the driver's allocation calls, a run whose rises
+//     took BulkBytes or more per call is a load (weights copied tensor by
+//     tensor), never growth. Without the shim it cannot be told apart.
 //   - The rate is the run's last stairsRing rises over the time from the
 //     oldest to now, so it falls while no step comes: a run that has stopped
 //     (no rise for stairsBreakGap mean gaps) never marks.
@@ -41,13 +46,16 @@ type stairs struct {
 	ring      [stairsRing]rise
 	head, n   int // next slot; rises held (≤ stairsRing)
 	lastT     float64
+	start     float64 // the time of the run's first rise
+	allocs    [stairsRing]float64
 	gapSum    float64 // sum of the gaps between the held rises
 	gapSqSum  float64
 	stepSum   float64 // sum of the steps of the held rises but the oldest
 }
 
-// rise is one rise: its time, the peak after it and the gap before it.
-type rise struct{ t, y, gap, step float64 }
+// rise is one rise: its time, the peak after it, the gap and step before
+// it, and the driver allocation calls so far (0: unknown).
+type rise struct{ t, y, gap, step, allocs float64 }
 
 const (
 	stairsRing      = 8
@@ -56,13 +64,20 @@ const (
 	stairsBreakSize = 4
 	stairsMinGaps   = 4
 	stairsZ         = 1.5
+	// stairsPause is the shortest pause, in seconds, after which a run can
+	// be growth: a load's tensor-sized chunks leave irregular gaps of a
+	// second or so, which must not split it into runs that could mark.
+	stairsPause = 2
+	// stairsMinSpan is the shortest run, in seconds, that can mark: a burst
+	// of rises within a second or two is one step, not a rate.
+	stairsMinSpan = 4
 )
 
 // observe updates the runs with the peak at t; capacity sets the quantum.
-func (s *stairs) observe(t, peak, capacity float64) {
+func (s *stairs) observe(t, peak, allocs, capacity float64) {
 	if !s.started {
 		s.started, s.level = true, peak
-		s.reset(t, peak, 0, 0, false)
+		s.reset(rise{t: t, y: peak, allocs: allocs}, false)
 		return
 	}
 	if peak < s.level+stairsQuantum*capacity {
@@ -72,8 +87,9 @@ func (s *stairs) observe(t, peak, capacity float64) {
 	s.level = peak
 	if s.n >= 2 {
 		m := float64(s.n - 1)
-		if gap > stairsBreakGap*s.gapSum/m || step > stairsBreakSize*max(s.stepSum/m, stairsQuantum*capacity) {
-			s.reset(t, peak, gap, step, true)
+		long := !s.eligible && gap > stairsBreakGap*s.gapSum/m && gap >= stairsPause
+		if long || step > stairsBreakSize*max(s.stepSum/m, stairsQuantum*capacity) {
+			s.reset(rise{t, peak, gap, step, allocs}, long || s.eligible)
 			return
 		}
 	}
@@ -91,24 +107,24 @@ func (s *stairs) observe(t, peak, capacity float64) {
 		s.gapSqSum += gap * gap
 		s.stepSum += step
 	}
-	s.ring[s.head] = rise{t, peak, gap, step}
+	s.ring[s.head] = rise{t, peak, gap, step, allocs}
 	s.head = (s.head + 1) % stairsRing
 	s.lastT = t
 }
 
 // reset starts a run with one rise.
-func (s *stairs) reset(t, peak, gap, step float64, eligible bool) {
-	s.ring[0] = rise{t, peak, gap, step}
+func (s *stairs) reset(r rise, eligible bool) {
+	s.ring[0] = r
 	s.head, s.n = 1, 1
 	s.gapSum, s.gapSqSum, s.stepSum = 0, 0, 0
-	s.lastT, s.eligible = t, eligible
+	s.lastT, s.start, s.eligible = r.t, r.t, eligible
 }
 
 // rate is the run's rate up to now, with its relative uncertainty; false
 // when the run cannot mark (not eligible, too short, or stopped).
-func (s *stairs) rate(now float64) (r, rel float64, ok bool) {
+func (s *stairs) rate(now, bulk float64) (r, rel float64, ok bool) {
 	m := float64(s.n - 1)
-	if !s.eligible || s.n-1 < stairsMinGaps {
+	if !s.eligible || s.n-1 < stairsMinGaps || now-s.start < stairsMinSpan {
 		return 0, 0, false
 	}
 	mean := s.gapSum / m
@@ -124,6 +140,9 @@ func (s *stairs) rate(now float64) (r, rel float64, ok bool) {
 	if dt <= 0 || mean <= 0 {
 		return 0, 0, false
 	}
+	if calls := newest.allocs - oldest.allocs; newest.allocs > 0 && calls > 0 && (newest.y-oldest.y)/calls >= bulk {
+		return 0, 0, false // the shim saw tensor-sized calls: a load
+	}
 	r = (newest.y - oldest.y) / dt
 	v := max(0, s.gapSqSum/m-mean*mean)
 	return r, math.Sqrt(v) / mean / math.Sqrt(m), true
@@ -131,7 +150,7 @@ func (s *stairs) rate(now float64) (r, rel float64, ok bool) {
 
 // check is the stairs' verdict at now.
 func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
-	r, rel, ok := s.rate(now)
+	r, rel, ok := s.rate(now, p.cfg.BulkBytes)
 	if !ok || r <= 0 {
 		return verdict{}, false
 	}
