@@ -77,7 +77,6 @@ const (
 func (s *stairs) observe(t, peak, allocs, capacity float64) {
 	if !s.started {
 		s.started, s.level = true, peak
-		s.reset(rise{t: t, y: peak, allocs: allocs}, false)
 		return
 	}
 	if peak < s.level+stairsQuantum*capacity {
@@ -85,6 +84,11 @@ func (s *stairs) observe(t, peak, allocs, capacity float64) {
 	}
 	gap, step := t-s.lastT, peak-s.level
 	s.level = peak
+	if s.n == 0 {
+		// The first rise: the hold before it is the process starting.
+		s.reset(rise{t, peak, 0, step, allocs}, false)
+		return
+	}
 	if s.n >= 2 {
 		m := float64(s.n - 1)
 		long := !s.eligible && gap > stairsBreakGap*s.gapSum/m && gap >= stairsPause
