@@ -40,17 +40,17 @@ import "math"
 // It runs only on series in seconds (EvictionTime set, as ForSeconds does).
 // Its cost is O(1) per sample, O(stairsRing) on a sample that could mark.
 type stairs struct {
-	level     float64 // the peak at the last rise
-	started   bool
-	eligible  bool // the run started after a pause or a jump, not with the container
-	ring      [stairsRing]rise
-	head, n   int // next slot; rises held (≤ stairsRing)
-	lastT     float64
-	start     float64 // the time of the run's first rise
-	allocs    [stairsRing]float64
-	gapSum    float64 // sum of the gaps between the held rises
-	gapSqSum  float64
-	stepSum   float64 // sum of the steps of the held rises but the oldest
+	level    float64 // the peak at the last rise
+	started  bool
+	eligible bool // the run started after a pause or a jump, not with the container
+	ring     [stairsRing]rise
+	head, n  int // next slot; rises held (≤ stairsRing)
+	lastT    float64
+	start    float64 // the time of the run's first rise
+	allocs   [stairsRing]float64
+	gapSum   float64 // sum of the gaps between the held rises
+	gapSqSum float64
+	stepSum  float64 // sum of the steps of the held rises but the oldest
 }
 
 // rise is one rise: its time, the peak after it, the gap and step before
@@ -63,7 +63,10 @@ const (
 	stairsBreakGap  = 2.5
 	stairsBreakSize = 4
 	stairsMinGaps   = 4
-	stairsZ         = 1.5
+	// stairsHorizonGaps is the run's length with a horizon, where the slow
+	// bound must still carry the peak past capacity before the known end.
+	stairsHorizonGaps = 3
+	stairsZ           = 1.5
 	// stairsPause is the shortest pause, in seconds, after which a run can
 	// be growth: a load's tensor-sized chunks leave irregular gaps of a
 	// second or so, which must not split it into runs that could mark.
@@ -126,9 +129,9 @@ func (s *stairs) reset(r rise, eligible bool) {
 
 // rate is the run's rate up to now, with its relative uncertainty; false
 // when the run cannot mark (not eligible, too short, or stopped).
-func (s *stairs) rate(now, bulk float64) (r, rel float64, ok bool) {
+func (s *stairs) rate(now, bulk float64, minGaps int) (r, rel float64, ok bool) {
 	m := float64(s.n - 1)
-	if !s.eligible || s.n-1 < stairsMinGaps || now-s.start < stairsMinSpan {
+	if !s.eligible || s.n-1 < minGaps || now-s.start < stairsMinSpan {
 		return 0, 0, false
 	}
 	mean := s.gapSum / m
@@ -154,13 +157,18 @@ func (s *stairs) rate(now, bulk float64) (r, rel float64, ok bool) {
 
 // check is the stairs' verdict at now.
 func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
-	r, rel, ok := s.rate(now, p.cfg.BulkBytes)
+	h := p.cfg.Horizon
+	minGaps := stairsMinGaps
+	if h > now {
+		minGaps = stairsHorizonGaps
+	}
+	r, rel, ok := s.rate(now, p.cfg.BulkBytes, minGaps)
 	if !ok || r <= 0 {
 		return verdict{}, false
 	}
 	capacity := float64(p.cfg.Capacity)
 	left := capacity - p.peak
-	if h := p.cfg.Horizon; h > now {
+	if h > now {
 		slow := r * (1 - stairsZ*rel)
 		if slow <= 0 || p.peak+slow*(h-now) <= capacity {
 			return verdict{}, false
