@@ -47,7 +47,6 @@ type stairs struct {
 	head, n  int // next slot; rises held (≤ stairsRing)
 	lastT    float64
 	start    float64 // the time of the run's first rise
-	allocs   [stairsRing]float64
 	gapSum   float64 // sum of the gaps between the held rises
 	gapSqSum float64
 	stepSum  float64 // sum of the steps of the held rises but the oldest
