@@ -84,3 +84,29 @@ func TestHeldOutShapes(t *testing.T) {
 	t.Logf("\n%s", FormatShapes(rows))
 	shapeBar(t, rows)
 }
+
+// TestQuietShapesWithHorizon gives the tuned quiet shapes a horizon (their
+// planned end), which issue 29 does not ask about: with a known end a
+// staircase is projected to it, so warm-up staircases and vLLM starts are
+// marked (docs/predictor-results.md, "Quiet shapes with a horizon"). The
+// training sawtooth, whose peak does not climb, must stay unmarked. -v
+// prints the table.
+func TestQuietShapesWithHorizon(t *testing.T) {
+	var quiet []tracegen.Shape
+	for _, s := range tracegen.TunedShapes() {
+		if !s.Growing {
+			s.WithHorizon, s.Name = true, s.Name+"-with-horizon"
+			quiet = append(quiet, s)
+		}
+	}
+	rows, err := ScoreShapes(predictor.Config{}, quiet, shapeSeeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", FormatShapes(rows))
+	for _, r := range rows {
+		if r.Shape == "training-sawtooth-with-horizon" && r.FalseMarks > 0 {
+			t.Errorf("%s at %g Hz: %d/%d marked", r.Shape, r.Hz, r.FalseMarks, r.Seeds)
+		}
+	}
+}
