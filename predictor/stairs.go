@@ -34,8 +34,9 @@ import "math"
 //     to OOM at the fast bound is under NearTime (and the eviction time). A
 //     warm-up staircase that stops under capacity is far from its OOM when it
 //     stops; steady growth reaches NearTime before its OOM.
-//   - With a horizon, it marks when the slow bound rate·(1−stairsZ·cv/√m)
-//     carries the peak past capacity before the horizon.
+//   - With a horizon, it marks when the slow bound rate·(1−stairsZ·cv/√m),
+//     but never under half the rate, carries the peak past capacity before
+//     the horizon.
 //
 // It runs only on series in seconds (EvictionTime set, as ForSeconds does).
 // Its cost is O(1) per sample, O(stairsRing) on a sample that could mark.
@@ -65,7 +66,11 @@ const (
 	// stairsHorizonGaps is the run's length with a horizon, where the slow
 	// bound must still carry the peak past capacity before the known end.
 	stairsHorizonGaps = 3
-	stairsZ           = 1.5
+	// stairsHalf: with a horizon, a run is trusted to keep at least half its
+	// rate however irregular its gaps (bursts of requests climb in clusters):
+	// it marks when half the rate still reaches capacity by the horizon.
+	stairsHalf = 0.5
+	stairsZ    = 1.5
 	// stairsPause is the shortest pause, in seconds, after which a run can
 	// be growth: a load's tensor-sized chunks leave irregular gaps of a
 	// second or so, which must not split it into runs that could mark.
@@ -168,7 +173,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	capacity := float64(p.cfg.Capacity)
 	left := capacity - p.peak
 	if h > now {
-		slow := r * (1 - stairsZ*rel)
+		slow := r * max(1-stairsZ*rel, stairsHalf)
 		if slow <= 0 || p.peak+slow*(h-now) <= capacity {
 			return verdict{}, false
 		}
