@@ -200,6 +200,9 @@ type verdict struct {
 	target, riskAt, tto float64
 	reason              Reason
 	saw                 bool // read on the sawtooth's blocks
+	// rate and rateSD are a run of rises' rate and its uncertainty (see
+	// stairs), zero for a window's verdict.
+	rate, rateSD float64
 }
 
 // check reports whether one window sees sustained growth that exceeds
@@ -350,20 +353,28 @@ func (m *migpro) risesEachQuarter(sc *scale, a float64) bool {
 
 // decide builds the mark. Forecast is the upper bound at the target;
 // Confidence is the fitted chance that usage exceeds capacity at riskAt (the
-// horizon, or the end of the lead time).
+// horizon, or the end of the lead time). A run of rises (v.rate) is carried
+// on at its rate, with the rate's uncertainty; a window by its fit.
 func (m *migpro) decide(p *Predictor, sc *scale, now float64, v verdict) (Mark, bool) {
 	d := Mark{Reason: v.reason, Forecast: toBytes(p.peak), Confidence: 1}
 	f := &sc.fit
 	if v.saw {
 		f = &m.saw.fit
 	}
-	if v.reason == ReasonOverCapacity || f.n < 2 {
+	if v.reason == ReasonOverCapacity || (v.rate <= 0 && f.n < 2) {
 		return d, true
 	}
-	sd := f.sigma()
-	central := max(f.at(max(v.target, now)), p.peak)
+	at := func(t float64) (mean, sd float64) {
+		if v.rate > 0 {
+			dt := max(0, t-now)
+			return p.peak + v.rate*dt, v.rateSD * dt
+		}
+		return max(f.at(t), p.peak), f.sigma()
+	}
+	central, sd := at(max(v.target, now))
 	d.Forecast = toBytes(central + p.cfg.Z*sd)
-	d.Confidence = exceedProb(max(f.at(v.riskAt), p.peak), sd, float64(p.cfg.Capacity))
+	risk, riskSD := at(v.riskAt)
+	d.Confidence = exceedProb(risk, riskSD, float64(p.cfg.Capacity))
 	if v.reason == ReasonHorizon {
 		d.Horizon = v.target
 	} else {

@@ -177,7 +177,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		if slow <= 0 || p.peak+slow*(h-now) <= capacity {
 			return verdict{}, false
 		}
-		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, true
+		return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
 	}
 	tto := left / (r * (1 + stairsZ*rel))
 	near := p.cfg.NearTime
@@ -187,5 +187,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	if tto > near {
 		return verdict{}, false
 	}
-	return verdict{target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM}, true
+	return verdict{
+		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
+	}, true
 }
