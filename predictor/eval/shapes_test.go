@@ -110,3 +110,32 @@ func TestQuietShapesWithHorizon(t *testing.T) {
 		}
 	}
 }
+
+// TestShapesWithoutStairs takes the runs of rises away (NoStairs) on the
+// tuned shapes: the KV cache in steps and fast growth must then be missed
+// or marked late far more often, and the quiet shapes stay unmarked either
+// way, or the reading no longer earns its place. -v prints both tables.
+func TestShapesWithoutStairs(t *testing.T) {
+	count := func(base predictor.Config) (late, falseMarks int) {
+		rows, err := ScoreShapes(base, tracegen.TunedShapes(), shapeSeeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("NoStairs %v:\n%s", base.NoStairs, FormatShapes(rows))
+		for _, r := range rows {
+			falseMarks += r.FalseMarks
+			if r.Hz == tracegen.ShimHz && (r.Shape == "kv-steps" || r.Shape == "fast-growth") {
+				late += r.Late
+			}
+		}
+		return late, falseMarks
+	}
+	late, falseMarks := count(predictor.Config{})
+	offLate, offFalse := count(predictor.Config{NoStairs: true})
+	if falseMarks != 0 || offFalse != 0 {
+		t.Errorf("quiet shapes marked: %d with the runs of rises, %d without", falseMarks, offFalse)
+	}
+	if offLate == 0 || late*4 > offLate {
+		t.Errorf("kv-steps and fast-growth at 10 Hz marked under 5 s ahead: %d with the runs of rises, %d without: want at least 4 times fewer", late, offLate)
+	}
+}
