@@ -110,3 +110,40 @@ func TestStairsHorizonMarksEarly(t *testing.T) {
 		t.Fatalf("slow steps with a horizon: mark %+v: want the horizon's reason and a forecast over 10 GB", d)
 	}
 }
+
+// BenchmarkStairsCheck is the cost the runs of rises add to a sample of a
+// growing series, the worst case: an eligible run that has not stopped,
+// whose check reads the rate, the gaps' spread and the time to OOM. A quiet
+// sample costs one comparison (BenchmarkObserve's series never rises by a
+// quantum).
+func BenchmarkStairsCheck(b *testing.B) {
+	p, err := New(ForSeconds(Config{Capacity: 10e9}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tick := 0
+	feed := func(u float64) {
+		tick++
+		p.Observe(Sample{T: float64(tick) / 10, Used: uint64(u)})
+	}
+	for u := 0.5e9; u < 4e9; u += 0.06e9 {
+		feed(u)
+	}
+	for range 100 {
+		feed(4e9)
+	}
+	for u := 4e9; u < 7e9; u += 0.25e9 {
+		for range 15 {
+			feed(u)
+		}
+	}
+	s := &p.alg.(*migpro).stairs
+	now := float64(tick) / 10
+	if _, _, ok := s.rate(now, p.cfg.BulkBytes, stairsMinGaps); !ok {
+		b.Fatal("the run cannot mark: the benchmark measures the quiet path")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.check(p, now)
+	}
+}
