@@ -14,6 +14,10 @@ package predictor
 //   - Persist consecutive positive samples are needed, after MinSamples.
 //   - growth under a sawtooth, whose peak series climbs too rarely for the
 //     quarter test when read once a second, is read apart in blocks (saw).
+//   - on a series in seconds, runs of rises after the load are read apart
+//     too (stairs): steady steps or a ramp whose OOM, at the run's own rate,
+//     is projected within NearTime, before the windows' 24 s and quarter
+//     tests could see them.
 //
 // The peak series is fitted, not the raw one: bursts from temporary buffers
 // raise it once and then leave it flat, so they cannot fake a trend.
