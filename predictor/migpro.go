@@ -154,7 +154,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 		return m.decide(p, &m.sc[0], s.T, verdict{target: s.T, reason: ReasonOverCapacity})
 	}
 	if p.cfg.NearTime > 0 && !p.cfg.NoStairs && !p.cfg.NoTrendGate {
-		m.stairs.observe(s.T, p.peak, p.allocs, capacity)
+		m.stairs.observe(s.T, float64(s.Used), p.peak, p.allocs, capacity)
 		if v, hit := m.stairs.check(p, s.T); hit {
 			return m.decide(p, &m.sc[0], s.T, v)
 		}

@@ -48,6 +48,13 @@ type stairs struct {
 	head, n  int // next slot; rises held (≤ stairsRing)
 	lastT    float64
 	start    float64 // the time of the run's first rise
+	// anchor is the last rise before the pause that made the run eligible
+	// (the end of the load): with a horizon, the pause counts as one gap.
+	anchor   rise
+	anchored bool
+	low      float64 // the lowest usage since the run's first rise
+	base     float64 // the peak before the run's first rise
+	tol      float64 // half a quantum, in bytes
 	gapSum   float64 // sum of the gaps between the held rises
 	gapSqSum float64
 	stepSum  float64 // sum of the steps of the held rises but the oldest
@@ -81,9 +88,10 @@ const (
 )
 
 // observe updates the runs with the peak at t; capacity sets the quantum.
-func (s *stairs) observe(t, peak, allocs, capacity float64) {
+func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
+	s.low = min(s.low, used)
 	if !s.started {
-		s.started, s.level = true, peak
+		s.started, s.level, s.tol = true, peak, stairsQuantum*capacity/2
 		return
 	}
 	if peak < s.level+stairsQuantum*capacity {
@@ -100,7 +108,9 @@ func (s *stairs) observe(t, peak, allocs, capacity float64) {
 		m := float64(s.n - 1)
 		long := !s.eligible && gap > stairsBreakGap*s.gapSum/m && gap >= stairsPause
 		if long || step > stairsBreakSize*max(s.stepSum/m, stairsQuantum*capacity) {
+			prev := s.ring[(s.head+stairsRing-1)%stairsRing]
 			s.reset(rise{t, peak, gap, step, allocs}, long || s.eligible)
+			s.anchor, s.anchored = prev, long
 			return
 		}
 	}
@@ -128,23 +138,37 @@ func (s *stairs) reset(r rise, eligible bool) {
 	s.ring[0] = r
 	s.head, s.n = 1, 1
 	s.gapSum, s.gapSqSum, s.stepSum = 0, 0, 0
-	s.lastT, s.start, s.eligible = r.t, r.t, eligible
+	s.lastT, s.start, s.eligible, s.anchored = r.t, r.t, eligible, false
+	s.low, s.base = r.y, r.y-r.step
 }
 
 // rate is the run's rate up to now, with its relative uncertainty; false
-// when the run cannot mark (not eligible, too short, or stopped).
-func (s *stairs) rate(now, bulk float64, minGaps int) (r, rel float64, ok bool) {
-	m := float64(s.n - 1)
-	if !s.eligible || s.n-1 < minGaps || now-s.start < stairsMinSpan {
-		return 0, 0, false
-	}
-	mean := s.gapSum / m
-	if now-s.lastT > stairsBreakGap*mean {
-		return 0, 0, false
-	}
+// when the run cannot mark (not eligible, too short, or stopped). With a
+// horizon (fromPause), a run whose oldest rise is still its first counts
+// from the end of the load before its pause, the pause as one more gap.
+func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel float64, ok bool) {
 	oldest := s.ring[s.head%stairsRing]
 	if s.n < stairsRing {
 		oldest = s.ring[0]
+	}
+	gaps, gapSum, gapSqSum := s.n-1, s.gapSum, s.gapSqSum
+	if fromPause && s.anchored && s.n < stairsRing {
+		g := s.ring[0].gap
+		gaps, gapSum, gapSqSum = gaps+1, gapSum+g, gapSqSum+g*g
+		oldest = s.anchor
+	}
+	if !s.eligible || gaps < minGaps || gaps < 1 || now-s.start < stairsMinSpan {
+		return 0, 0, false
+	}
+	if s.low < s.base-s.tol {
+		// The run gave back what it rose: the peaks of a sawtooth or of
+		// bursts, not growth, which keeps what it takes.
+		return 0, 0, false
+	}
+	m := float64(gaps)
+	mean := gapSum / m
+	if now-s.lastT > stairsBreakGap*mean {
+		return 0, 0, false
 	}
 	newest := s.ring[(s.head+stairsRing-1)%stairsRing]
 	dt := now - oldest.t
@@ -155,7 +179,7 @@ func (s *stairs) rate(now, bulk float64, minGaps int) (r, rel float64, ok bool) 
 		return 0, 0, false // the shim saw tensor-sized calls: a load
 	}
 	r = (newest.y - oldest.y) / dt
-	v := max(0, s.gapSqSum/m-mean*mean)
+	v := max(0, gapSqSum/m-mean*mean)
 	return r, math.Sqrt(v) / mean / math.Sqrt(m), true
 }
 
@@ -166,7 +190,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	if h > now {
 		minGaps = stairsHorizonGaps
 	}
-	r, rel, ok := s.rate(now, p.cfg.BulkBytes, minGaps)
+	r, rel, ok := s.rate(now, p.cfg.BulkBytes, minGaps, h > now)
 	if !ok || r <= 0 {
 		return verdict{}, false
 	}

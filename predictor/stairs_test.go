@@ -139,7 +139,7 @@ func BenchmarkStairsCheck(b *testing.B) {
 	}
 	s := &p.alg.(*migpro).stairs
 	now := float64(tick) / 10
-	if _, _, ok := s.rate(now, p.cfg.BulkBytes, stairsMinGaps); !ok {
+	if _, _, ok := s.rate(now, p.cfg.BulkBytes, stairsMinGaps, false); !ok {
 		b.Fatal("the run cannot mark: the benchmark measures the quiet path")
 	}
 	b.ReportAllocs()
