@@ -28,6 +28,10 @@ import "math"
 //   - The rate is the run's last stairsRing rises over the time from the
 //     oldest to now, so it falls while no step comes: a run that has stopped
 //     (no rise for stairsBreakGap mean gaps) never marks.
+//   - A run whose usage fell back below the level it started from gave back
+//     what it rose (a sawtooth's tops, bursts freed): never growth.
+//   - With a horizon, a young run counts from the end of the load before
+//     its pause (anchor), the pause as one more gap.
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
 //     rate·(1+stairsZ·cv/√m). Without a horizon, migpro marks when the time
