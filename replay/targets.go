@@ -37,7 +37,7 @@ func TargetConfigs(openbDir string) []TargetConfig {
 		for _, f := range []string{"openb_pod_list_default.csv", "openb_pod_list_gpushare20.csv"} {
 			path := filepath.Join(openbDir, f)
 			confs = append(confs, TargetConfig{"openb/" + f, "a100-40gb", 8, func(m *Model, seed uint64) ([]Job, error) {
-				fh, err := os.Open(path)
+				fh, err := os.Open(path) //nolint:gosec // the user names the trace folder
 				if err != nil {
 					return nil, err
 				}
@@ -76,7 +76,7 @@ func TargetSeeds(list string) ([]uint64, error) {
 	for _, f := range strings.Split(list, ",") {
 		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("seeds %q: want tune, held or a list such as 1,2,3: %v", list, err)
+			return nil, fmt.Errorf("seeds %q: want tune, held or a list such as 1,2,3: %w", list, err)
 		}
 		seeds = append(seeds, n)
 	}
