@@ -94,8 +94,10 @@ type TargetRow struct {
 	// Frag is fragmentation waits: the policy's and first-fit's.
 	Frag, FirstFitFrag int
 	// P95 is, per size in TargetSizes that the stream asks for, the
-	// policy's summed p95 arrival-to-start over the best baseline's.
-	P95 map[string]float64
+	// policy's summed p95 arrival-to-start over the best baseline's, and
+	// P95Best names that baseline.
+	P95     map[string]float64
+	P95Best map[string]string
 }
 
 // JCTMet reports whether the policy's mean JCT is within 1% of every
@@ -166,7 +168,7 @@ func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 			}
 		}
 	}
-	row := TargetRow{Config: c.Name, JCT: map[string]float64{}, P95: map[string]float64{}, Frag: frag[0]}
+	row := TargetRow{Config: c.Name, JCT: map[string]float64{}, P95: map[string]float64{}, P95Best: map[string]string{}, Frag: frag[0]}
 	for i, name := range TargetBaselines {
 		row.JCT[name] = jct[i+1] / jct[0]
 		switch name {
@@ -178,14 +180,14 @@ func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 	}
 	row.Steps = float64(steps[0]) / float64(runs[0])
 	for _, size := range TargetSizes {
-		best := -1.0
+		best, by := -1.0, ""
 		for i := 1; i < len(strategies); i++ {
 			if v := p95[i][size]; v > 0 && (best < 0 || v < best) {
-				best = v
+				best, by = v, strategies[i].Name
 			}
 		}
 		if best > 0 {
-			row.P95[size] = p95[0][size] / best
+			row.P95[size], row.P95Best[size] = p95[0][size]/best, by
 		}
 	}
 	return row, nil
@@ -195,7 +197,7 @@ func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 // many configurations meet each target.
 func WriteTargets(w io.Writer, policy string, rows []TargetRow) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| configuration | %s | steps/job %s (nvidia-dra) | frag waits %s (first-fit) | p95 start %s: %s ÷ best baseline |\n",
+	fmt.Fprintf(&b, "| configuration | %s | steps/job %s (nvidia-dra) | frag waits %s (first-fit) | p95 start %s: %s ÷ best baseline (which) |\n",
 		strings.Join(TargetBaselines, " | "), policy, policy, strings.Join(TargetSizes, ", "), policy)
 	fmt.Fprintf(&b, "|---|%s---|---|---|\n", strings.Repeat("---|", len(TargetBaselines)))
 	var jctMet, fragMet, p95Met int
@@ -213,7 +215,7 @@ func WriteTargets(w io.Writer, policy string, rows []TargetRow) error {
 		var p []string
 		for _, size := range TargetSizes {
 			if v, ok := r.P95[size]; ok {
-				p = append(p, fmt.Sprintf("%.2f", v))
+				p = append(p, fmt.Sprintf("%.2f (%s)", v, r.P95Best[size]))
 			} else {
 				p = append(p, "-")
 			}
