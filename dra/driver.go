@@ -183,12 +183,6 @@ func (d *Driver) Run(ctx context.Context) error {
 	// the demand mix, which decays with time).
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
-	// Each change is published at once and read again shortly after: a
-	// change signalled while its effects were still landing (seen under
-	// load) would otherwise wait for the periodic republish.
-	settle := time.NewTimer(time.Hour)
-	settle.Stop()
-	defer settle.Stop()
 	for {
 		if err := d.Republish(ctx); err != nil {
 			d.log.WithError(err).Warn("DRA driver: publish ResourceSlices")
@@ -197,8 +191,6 @@ func (d *Driver) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-changes:
-			settle.Reset(250 * time.Millisecond)
-		case <-settle.C:
 		case <-tick.C:
 		}
 	}
