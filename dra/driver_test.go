@@ -147,13 +147,25 @@ func (e *env) open(opts ...agent.Option) *agent.Agent {
 // sliceWrites counts the ResourceSlice creates and updates the fake API
 // server took.
 func (e *env) sliceWrites() int {
-	n := 0
+	n, _ := e.sliceWriteBytes()
+	return n
+}
+
+// sliceWriteBytes counts the ResourceSlice creates and updates the fake
+// API server took and the bytes (protobuf) of the objects written.
+func (e *env) sliceWriteBytes() (n, size int) {
 	for _, a := range e.cs.Actions() {
-		if a.GetResource().Resource == "resourceslices" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
-			n++
+		if a.GetResource().Resource != "resourceslices" || (a.GetVerb() != "create" && a.GetVerb() != "update") {
+			continue
+		}
+		n++
+		if w, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if o, ok := w.GetObject().(*resourceapi.ResourceSlice); ok {
+				size += o.Size()
+			}
 		}
 	}
-	return n
+	return n, size
 }
 
 func waitFor(t testing.TB, what string, cond func() bool) {

@@ -9,7 +9,7 @@ import (
 )
 
 // metric reads a counter from the agent's registry (0 when absent).
-func metric(t *testing.T, a *agent.Agent, name string) float64 {
+func metric(t testing.TB, a *agent.Agent, name string) float64 {
 	t.Helper()
 	fams, err := a.Registry().Gather()
 	if err != nil {
