@@ -144,13 +144,6 @@ func (e *env) open(opts ...agent.Option) *agent.Agent {
 	return a
 }
 
-// sliceWrites counts the ResourceSlice creates and updates the fake API
-// server took.
-func (e *env) sliceWrites() int {
-	n, _ := e.sliceWriteBytes()
-	return n
-}
-
 // sliceWriteBytes counts the ResourceSlice creates and updates the fake
 // API server took and the bytes (protobuf) of the objects written.
 func (e *env) sliceWriteBytes() (n, size int) {
