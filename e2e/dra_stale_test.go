@@ -15,6 +15,10 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/internal/quietlog"
+	"github.com/migpro/migpro/partitioner"
 )
 
 // sliceWrites counts the ResourceSlice writes the API server took, through
@@ -66,9 +70,9 @@ func (s *sliceWrites) read() (int, int) {
 }
 
 var (
-	preparedLine  = regexp.MustCompile(`msg="DRA: prepared".* preferred=(true|false)`)
+	preparedLine  = regexp.MustCompile(`msg="DRA: prepared" claim=\S+ device=(\S+) preferred=(true|false)`)
 	publishedLine = regexp.MustCompile(`msg="DRA: published ResourceSlices" bytes=(\d+)`)
-	deviceName    = regexp.MustCompile(`^gpu(\d+)-.*-s(\d+)$`)
+	deviceName    = regexp.MustCompile(`^gpu(\d+)-(.*)-s(\d+)$`)
 )
 
 // TestDRAStaleSlices measures how often the scheduler allocates a device
@@ -81,14 +85,20 @@ var (
 // claim was allocated. The figures are in the log (grep STALE-SLICES and
 // SLICE-CHURN).
 func TestDRAStaleSlices(t *testing.T) {
-	n := startDRANode(t, "a100-40gb:2", false)
+	// Idle instances go at once, so every round starts from empty GPUs
+	// and can be compared with the partitioner's own placements for the
+	// same requests.
+	n := startDRANode(t, "a100-40gb:2", false, "--idle-timeout", "1s")
+	profileOf := map[string]string{}
 	for _, p := range []string{"1g.5gb", "2g.10gb", "3g.20gb"} {
 		n.claimTemplate(t, "t-"+label(p), profileRequest(p))
+		profileOf[label(p)] = p
 	}
 	writes := watchSliceWrites(t, n)
 	logStart := len(readFile(n.a.log))
-	claims := 0
+	claims, reachGot, reachWant := 0, 0, 0
 	for round := 0; round < 3; round++ {
+		roundStart := len(readFile(n.a.log))
 		var pods []*corev1.Pod
 		var names []string
 		for i, p := range []string{"1g.5gb", "1g.5gb", "2g.10gb", "1g.5gb", "3g.20gb", "2g.10gb", "1g.5gb"} {
@@ -102,22 +112,29 @@ func TestDRAStaleSlices(t *testing.T) {
 			n.checkAllocatedPlacement(t, name)
 		}
 		claims += len(names)
+		// What a stale slice costs: the layouts the GPUs can still reach,
+		// against the partitioner placing the same requests, in the order
+		// they were prepared, itself.
+		var order []string
+		for _, m := range preparedLine.FindAllStringSubmatch(readFile(n.a.log)[roundStart:], -1) {
+			order = append(order, profileOf[deviceName.FindStringSubmatch(m[1])[3]])
+		}
+		got, want := 0, reachableAfter(t, "a100-40gb:2", order)
+		for _, g := range n.a.status(t).GPUs {
+			got += g.Reachable
+		}
+		t.Logf("round %d: layouts still reachable %d, the partitioner's own placements for the same requests leave %d", round, got, want)
+		reachGot += got
+		reachWant += want
 		n.deletePods(t, names...)
-		eventually(t, "every claim unprepared", 60*time.Second, func() bool {
-			for _, in := range n.a.status(t).Instances {
-				if in.State == "in-use" {
-					return false
-				}
-			}
-			return true
-		})
+		eventually(t, "every instance destroyed", 60*time.Second, func() bool { return len(n.a.status(t).Instances) == 0 })
 	}
 	time.Sleep(time.Second) // the last republish and its writes
 	log := readFile(n.a.log)[logStart:]
 	prepared, stale := 0, 0
 	for _, m := range preparedLine.FindAllStringSubmatch(log, -1) {
 		prepared++
-		if m[1] == "false" {
+		if m[2] == "false" {
 			stale++
 		}
 	}
@@ -128,7 +145,8 @@ func TestDRAStaleSlices(t *testing.T) {
 		pubBytes += b
 	}
 	w, wb := writes.read()
-	t.Logf("STALE-SLICES %d claims prepared, %d not at migpro's first preference (%.0f%%)", prepared, stale, 100*float64(stale)/float64(max(prepared, 1)))
+	t.Logf("STALE-SLICES %d claims prepared, %d not at migpro's first preference (%.0f%%); layouts still reachable with all seven running, summed over the rounds: %d, the partitioner alone %d",
+		prepared, stale, 100*float64(stale)/float64(max(prepared, 1)), reachGot, reachWant)
 	t.Logf("SLICE-CHURN %d publishes for %d claims prepared and unprepared (%.2f per claim), %d API writes (%.2f per publish), %.0f bytes per write, %.0f bytes of slices per publish",
 		publishes, claims, float64(publishes)/float64(claims), w, float64(w)/float64(max(publishes, 1)), float64(wb)/float64(max(w, 1)), float64(pubBytes)/float64(max(publishes, 1)))
 	if prepared != claims {
@@ -158,9 +176,34 @@ func (n *draNode) checkAllocatedPlacement(t *testing.T, pod string) {
 		t.Fatalf("pod %s: allocated device %q is not migpro's", pod, dev)
 	}
 	in := instanceOf(t, n.a, podMIGs(t, n.cl, pod)[0])
-	if strconv.Itoa(in.GPU) != m[1] || strconv.Itoa(in.Placement.Start) != m[2] {
+	if strconv.Itoa(in.GPU) != m[1] || strconv.Itoa(in.Placement.Start) != m[3] {
 		t.Errorf("pod %s runs on GPU %d slot %d, its claim was allocated %s", pod, in.GPU, in.Placement.Start, dev)
 	}
+}
+
+// reachableAfter is how many layouts the partitioner leaves reachable on
+// simulated GPUs after placing the profiles itself, one after the other.
+func reachableAfter(t *testing.T, gpus string, profiles []string) int {
+	t.Helper()
+	sim, err := simgpu.NewNode(gpus, simgpu.WithRoot(t.TempDir()), simgpu.WithLogger(quietlog.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	ref, err := partitioner.New(sim, partitioner.WithLogger(quietlog.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range profiles {
+		if _, _, err := ref.Allocate(context.Background(), p, "r"+strconv.Itoa(i)); err != nil {
+			t.Fatalf("the partitioner alone: %s: %v", p, err)
+		}
+	}
+	n := 0
+	for _, g := range ref.GPUs() {
+		n += g.Reachable
+	}
+	return n
 }
 
 // label is a profile's name as a DNS label, as the driver writes it.

@@ -30,7 +30,8 @@ func TestDRATelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.k.Containerd.ImportArchive(t, "k8s.io", archive)
-	steps := append(append([]string{}, patternSteps...), "sleep:600000")
+	// The pattern, then 3 MiB held while the container sleeps.
+	steps := append(append([]string{}, patternSteps...), "alloc:3145728", "sleep:600000")
 	want, err := shimtest.Expect(steps)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,9 @@ func TestDRATelemetry(t *testing.T) {
 	}
 	if len(got.MIGUUIDs) != 1 || got.MIGUUIDs[0] != held {
 		t.Errorf("registered on %v, want the claim's instance %s", got.MIGUUIDs, held)
+	}
+	if want.Current == 0 || got.ShimBytes != want.Current || got.CurrentBytes == 0 {
+		t.Errorf("top shows %d B (shim %d B), the container holds %d B", got.CurrentBytes, got.ShimBytes, want.Current)
 	}
 	checkTopEntry(t, n.a, got, want)
 	t.Logf("DRA container in top: %s/%s on %s, current %d B, peak %d B of %d B, %d allocs", got.PodNamespace, got.PodName, held, got.CurrentBytes, got.PeakBytes, got.CapacityBytes, got.Allocs)
