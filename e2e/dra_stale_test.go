@@ -117,7 +117,7 @@ func TestDRAStaleSlices(t *testing.T) {
 		// they were prepared, itself.
 		var order []string
 		for _, m := range preparedLine.FindAllStringSubmatch(readFile(n.a.log)[roundStart:], -1) {
-			order = append(order, profileOf[deviceName.FindStringSubmatch(m[1])[3]])
+			order = append(order, profileOf[deviceName.FindStringSubmatch(m[1])[2]])
 		}
 		got, want := 0, reachableAfter(t, "a100-40gb:2", order)
 		for _, g := range n.a.status(t).GPUs {
