@@ -59,7 +59,7 @@ func (d *Driver) prepare(ctx context.Context, c *resourceapi.ResourceClaim) kube
 			log = log.WithField("preferred", preferred)
 			if !preferred {
 				d.metrics.notPreferred.Inc()
-				log.WithField("migpro-preference", pref).Info("DRA: the scheduler allocated a placement other than migpro's preference (a stale slice); the instance is made where it allocated")
+				log.WithField("migpro_preference", pref).Info("DRA: the scheduler allocated a placement other than migpro's preference (a stale slice); the instance is made where it allocated")
 			}
 		}
 		log.Info("DRA: prepared")
