@@ -233,7 +233,7 @@ func (d *Driver) specBytes(slices []resourceslice.Slice) (n, devices int) {
 // Slices is what the node offers now, in preference order.
 func (d *Driver) Slices() []resourceslice.Slice {
 	part := d.b.Partitioner()
-	return build(state{gpus: d.gpus, instances: part.Instances(), plan: part.PlanAt, best: part.Plan, healthy: d.b.Healthy, gpuHealthy: d.b.GPUHealthy})
+	return build(state{gpus: d.gpus, instances: part.Instances(), plan: part.PlanAt, best: part.Plan, sequence: part.Sequence, healthy: d.b.Healthy, gpuHealthy: d.b.GPUHealthy})
 }
 
 // HandleError logs errors of the kubelet plugin's background work (slice

@@ -105,6 +105,9 @@ type state struct {
 	// own choice for the next request of a profile (Partitioner.Plan).
 	plan func(profile string, pin partitioner.Pin) (partitioner.Plan, error)
 	best func(profile string) (partitioner.Plan, error)
+	// sequence is the partitioner's choices for the profile's next
+	// requests one after another (Partitioner.Sequence); nil: only best.
+	sequence func(profile string, limit int) []partitioner.Pin
 	// healthy reports an instance's health; gpuHealthy a whole GPU's.
 	healthy    func(partitioner.Instance) bool
 	gpuHealthy func(int) bool
@@ -188,41 +191,39 @@ type ranked struct {
 	// (a claim holds the space: counters keep the scheduler off it).
 	class     int
 	plan      partitioner.Plan
-	profileAt int  // the profile's position, smallest first
-	chosen    bool // the partitioner's own choice for the profile's next request
+	profileAt int // the profile's position, smallest first
+	// choiceAt is the device's position in the partitioner's sequence of
+	// choices for the profile (0: its choice for the next request);
+	// notChosen when the sequence ends before it.
+	choiceAt int
 }
+
+// notChosen ranks a device after every device of the partitioner's
+// sequence of choices.
+const notChosen = int(^uint(0) >> 1)
 
 // ordered lists the devices not blocked by instances held outside DRA, in
 // migpro's preference order: profiles smallest first (profileRanks: by
-// memory, then slices), so a claim by memory
-// gets the smallest profile that holds it; within a profile, first the
-// placement the partitioner itself would choose for the profile's next
-// request (Partitioner.Plan), so the scheduler's first fit is migpro's
-// choice; then reuse before creating in free space before destroying idle
-// instances, each by the layouts the placement leaves reachable (most
-// first), the lower GPU, then the higher slot, as the reachability policy
-// breaks ties.
+// memory, then slices), so a claim by memory gets the smallest profile that
+// holds it; within a profile, first the partitioner's own sequence of
+// choices (choices): its choice for the profile's next request, then its
+// choice once that one is taken, and so on, so the scheduler's first fits
+// for a burst of claims of one profile, allocated before a republish, are
+// the placements migpro would choose one by one; then the rest, reuse
+// before creating in free space before destroying idle instances, each by
+// the layouts the placement leaves reachable (most first), the lower GPU,
+// then the higher slot, as the reachability policy breaks ties.
 func ordered(st state, blocked map[int][]gpu.Placement) []resourceapi.Device {
 	profileAt := profileRanks(st.gpus)
-	choice := map[string]partitioner.Pin{}
-	chose := map[string]bool{}
 	var list []ranked
+	free := map[string]int{}
 	for _, p := range placements(st.gpus) {
 		if overlapsAny(p.at, blocked[p.gpu]) {
 			continue
 		}
-		name := p.profile.Name
-		if !chose[name] {
-			chose[name] = true
-			if pin, ok := chosenPin(st, name); ok {
-				choice[name] = pin
-			}
-		}
-		r := ranked{dev: p, profileAt: profileAt[name]}
-		if pin, ok := choice[name]; ok && pin == p.pin() {
-			r.chosen = true
-		}
-		plan, err := st.plan(name, p.pin())
+		free[p.profile.Name]++
+		r := ranked{dev: p, profileAt: profileAt[p.profile.Name], choiceAt: notChosen}
+		plan, err := st.plan(p.profile.Name, p.pin())
 		switch {
 		case err != nil:
 			r.class = 3
@@ -236,13 +237,19 @@ func ordered(st state, blocked map[int][]gpu.Placement) []resourceapi.Device {
 		r.plan = plan
 		list = append(list, r)
 	}
+	at := choices(st, free)
+	for i := range list {
+		if k, ok := at[list[i].dev.profile.Name][list[i].dev.pin()]; ok {
+			list[i].choiceAt = k
+		}
+	}
 	sort.SliceStable(list, func(i, j int) bool {
 		a, b := list[i], list[j]
 		if a.profileAt != b.profileAt {
 			return a.profileAt < b.profileAt
 		}
-		if a.chosen != b.chosen {
-			return a.chosen
+		if a.choiceAt != b.choiceAt {
+			return a.choiceAt < b.choiceAt
 		}
 		if a.class != b.class {
 			return a.class < b.class
@@ -258,6 +265,30 @@ func ordered(st state, blocked map[int][]gpu.Placement) []resourceapi.Device {
 	out := make([]resourceapi.Device, 0, len(list))
 	for _, r := range list {
 		out = append(out, device(st, r.dev))
+	}
+	return out
+}
+
+// choices numbers, per profile, the placements of the partitioner's
+// sequence of choices (Partitioner.Sequence), at most as many as the
+// profile has published devices (free). Without a sequence it is the one
+// choice for the next request (chosenPin).
+func choices(st state, free map[string]int) map[string]map[partitioner.Pin]int {
+	out := make(map[string]map[partitioner.Pin]int, len(free))
+	for name, n := range free {
+		var pins []partitioner.Pin
+		if st.sequence != nil {
+			pins = st.sequence(name, n)
+		} else if pin, ok := chosenPin(st, name); ok {
+			pins = []partitioner.Pin{pin}
+		}
+		at := make(map[partitioner.Pin]int, len(pins))
+		for k, pin := range pins {
+			if _, dup := at[pin]; !dup {
+				at[pin] = k
+			}
+		}
+		out[name] = at
 	}
 	return out
 }
