@@ -39,7 +39,7 @@ var shapeGaps = map[string]bool{
 	"creeping-sawtooth-horizon@10": true, "creeping-sawtooth-horizon@1": true,
 
 	"serving-staircase-ho@10": true, "serving-staircase-ho@1": true,
-	"vllm-start-ho@10": true, "vllm-start-ho@1": true,
+	"vllm-start-ho@1":         true,
 	"training-sawtooth-ho@10": true, "training-sawtooth-ho@1": true,
 	"kv-steps-ho@10":    true,
 	"fast-growth-ho@10": true, "fast-growth-ho@1": true,
