@@ -139,3 +139,31 @@ func TestShapesWithoutStairs(t *testing.T) {
 		t.Errorf("kv-steps and fast-growth at 10 Hz marked under 5 s ahead: %d with the runs of rises, %d without: want at least 4 times fewer", late, offLate)
 	}
 }
+
+// TestShapesWithoutLoadGate takes the load gate away (NoLoadGate: a window
+// that holds the container's load may mark it) on the first held-out shapes,
+// where it was tuned: the quiet shapes must then be marked more often, and
+// no growing run may be missed or marked late because of the gate. -v prints
+// both tables.
+func TestShapesWithoutLoadGate(t *testing.T) {
+	count := func(base predictor.Config) (falseMarks, late int) {
+		rows, err := ScoreShapes(base, tracegen.HeldOutShapes(), shapeSeeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("NoLoadGate %v:\n%s", base.NoLoadGate, FormatShapes(rows))
+		for _, r := range rows {
+			falseMarks += r.FalseMarks
+			late += r.Missed + r.Late
+		}
+		return falseMarks, late
+	}
+	falseMarks, late := count(predictor.Config{})
+	offFalse, offLate := count(predictor.Config{NoLoadGate: true})
+	if falseMarks*2 > offFalse {
+		t.Errorf("quiet runs marked: %d with the load gate, %d without: want at least 2 times fewer", falseMarks, offFalse)
+	}
+	if late > offLate {
+		t.Errorf("growing runs missed or marked under 5 s ahead: %d with the load gate, %d without", late, offLate)
+	}
+}
