@@ -41,6 +41,8 @@ import "math"
 //   - With a horizon, it marks when the slow bound rate·(1−stairsZ·cv/√m),
 //     but never under half the rate, carries the peak past capacity before
 //     the horizon.
+//   - Where the container's first run ends (loadEnd) also tells the windows
+//     which of them hold the load (holdsLoad): the load gate of migpro.check.
 //
 // It runs only on series in seconds (EvictionTime set, as ForSeconds does).
 // Its cost is O(1) per sample, O(stairsRing) on a sample that could mark.
