@@ -218,14 +218,14 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{}, false
 	}
 	capacity := float64(p.cfg.Capacity)
-	upper := func(t float64) float64 { return sc.fit.at(t) + p.cfg.Z*sc.fit.sigma() }
-	if h := p.cfg.Horizon; h > now {
-		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
-	}
 	// The load gate: NVML only, a window that holds the container's load
 	// reads the load as its trend (docs/predictor.md, "Load gate").
 	if p.cfg.NearTime > 0 && !p.cfg.NoLoadGate && m.back(0).allocs == 0 && m.stairs.holdsLoad(m.back(sc.held-1).t, now) {
 		return verdict{}, false
+	}
+	upper := func(t float64) float64 { return sc.fit.at(t) + p.cfg.Z*sc.fit.sigma() }
+	if h := p.cfg.Horizon; h > now {
+		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first
 	lead := p.cfg.leadFor(m.riseLead(sc, &p.cfg), elapsed)
