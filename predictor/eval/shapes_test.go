@@ -89,8 +89,8 @@ func TestHeldOutShapes(t *testing.T) {
 // planned end), which issue 29 does not ask about: with a known end a
 // staircase is projected to it, so warm-up staircases and vLLM starts are
 // marked (docs/predictor-results.md, "Quiet shapes with a horizon"). The
-// training sawtooth, whose peak does not climb, must stay unmarked. -v
-// prints the table.
+// training sawtooth, whose peak does not climb, must stay unmarked, and the
+// vLLM start (behind the load gate) nearly so. -v prints the table.
 func TestQuietShapesWithHorizon(t *testing.T) {
 	var quiet []tracegen.Shape
 	for _, s := range tracegen.TunedShapes() {
@@ -106,6 +106,11 @@ func TestQuietShapesWithHorizon(t *testing.T) {
 	t.Logf("\n%s", FormatShapes(rows))
 	for _, r := range rows {
 		if r.Shape == "training-sawtooth-with-horizon" && r.FalseMarks > 0 {
+			t.Errorf("%s at %g Hz: %d/%d marked", r.Shape, r.Hz, r.FalseMarks, r.Seeds)
+		}
+		// The load gate keeps the windows from projecting a vLLM load to
+		// the horizon (48/100 without it).
+		if r.Shape == "vllm-start-with-horizon" && r.FalseMarks > 2 {
 			t.Errorf("%s at %g Hz: %d/%d marked", r.Shape, r.Hz, r.FalseMarks, r.Seeds)
 		}
 	}
