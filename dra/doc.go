@@ -13,9 +13,9 @@
 //     memory;
 //   - the devices in migpro's preference order, because the scheduler takes
 //     the first device that fits: profiles smallest first, and within a
-//     profile the placement the partitioner would choose for the profile's
-//     next request first, then reuse, free space and space held by idle
-//     instances, each by the layouts left reachable. It republishes after
+//     profile the partitioner's sequence of choices for its next requests
+//     first (Partitioner.Sequence), then reuse, free space and space held
+//     by idle instances, each by the layouts left reachable. It republishes after
 //     every change, so the scheduler's first fit is migpro's best fit.
 //
 // Prepare makes the instance at exactly the placement the scheduler
