@@ -36,16 +36,18 @@ func main() {
 type options struct {
 	listen, certFile, keyFile, kubeconfig, domain, level, format string
 	agentUser                                                    string
+	deviceClass                                                  string
 }
 
 func newFlags(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("migpro-admission", flag.ContinueOnError)
-	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /validate-eviction and /healthz on")
+	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /mutate-claim, /validate-eviction, /validate-recommendation and /healthz on")
 	fs.StringVar(&o.certFile, "tls-cert", "", "serving certificate (PEM); required")
 	fs.StringVar(&o.keyFile, "tls-key", "", "serving key (PEM); required")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
 	fs.StringVar(&o.domain, "domain", defaults.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&o.agentUser, "agent-user", readmit.DefaultAgentUser, "the node agent's user name, whose evictions /validate-eviction limits to its own node")
+	fs.StringVar(&o.deviceClass, "device-class", readmit.DefaultDeviceClass, "DeviceClass of every migpro DRA device: /mutate-claim moves a claim's request to the recommended profile on it")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.format, "log-format", "text", "log format: text or json")
 	return fs
@@ -80,6 +82,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	claims, err := readmit.NewClaimWebhook(readmit.Store{Client: cs}, o.deviceClass, readmit.WithDomain(o.domain), readmit.WithLogger(log))
+	if err != nil {
+		return err
+	}
 	evictions, err := readmit.NewEvictionGuard(cs.CoreV1(), readmit.WithAgentUsers(o.agentUser), readmit.WithLogger(log))
 	if err != nil {
 		return err
@@ -90,6 +96,7 @@ func run(args []string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mutate", webhook)
+	mux.Handle("/mutate-claim", claims)
 	mux.Handle("/validate-eviction", evictions)
 	mux.Handle("/validate-recommendation", recs)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
