@@ -160,7 +160,11 @@ func rewriteClaim(spec *resourceapi.DeviceClaim, users map[string][]string, rec 
 			continue
 		}
 		move := func(e *resourceapi.ExactDeviceRequest, name string) *resourceapi.ExactDeviceRequest {
-			from, to := claimTarget(rec, cs, requestProfile(e, base), domain)
+			profile := requestProfile(e, base)
+			if profile == "" && e.DeviceClassName != base {
+				return nil // another driver's device
+			}
+			from, to := claimTarget(rec, cs, profile, domain)
 			if to == "" {
 				return nil
 			}
