@@ -25,6 +25,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -43,8 +44,24 @@ var growSteps = []string{fmt.Sprintf("alloc:%d", runBaseBytes), fmt.Sprintf("gro
 // larger profile through its claim, through the real API server, scheduler,
 // kubelet, containerd, the agent (--dra --readmit-mode evict, hook and
 // shim in the CDI spec) and migpro-admission's claim webhook as the chart
-// registers it with dra.enabled.
+// registers it with dra.enabled. The pod's GPU comes from a
+// ResourceClaimTemplate; the replacement's claim is moved.
 func TestDRAReadmitDeployment(t *testing.T) {
+	runDRAReadmit(t, false)
+}
+
+// TestDRAReadmitExtendedResource: the same for a pod that asks for
+// nvidia.com/mig-1g.5gb: 1, served through DRA by the DeviceClass with that
+// extendedResourceName (no device plugins): the pod webhook's rewrite of
+// the limit moves it, and the scheduler's claim follows the new name.
+func TestDRAReadmitExtendedResource(t *testing.T) {
+	runDRAReadmit(t, true)
+}
+
+// runDRAReadmit runs the readmission of the trainer Deployment on a DRA
+// node: through a claim template, or (extended) through the extended
+// resource name with the device plugins off.
+func runDRAReadmit(t *testing.T, extended bool) {
 	e := newHookEnv(t) // the hook, the shim and the pattern program
 	cl := harness.StartCluster(t)
 	c := harness.StartContainerd(t)
@@ -66,7 +83,11 @@ func TestDRAReadmitDeployment(t *testing.T) {
 	registerClaimWebhook(t, st, chart.claimWebhook)
 	nodeBoundAgent(t, cl, k.NodeName) // writes the node-bound kubeconfig
 	agentKC := filepath.Join(cl.Dir, "migpro-agent-"+k.NodeName+".kubeconfig")
-	a := startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
+	plugins := harness.DevicePluginDir
+	if extended {
+		plugins = "" // the scheduler serves an extended resource through DRA only where no plugin does
+	}
+	a := startAgent(t, "a100-40gb", "--plugin-dir", plugins, "--pod-resources", k.PodResourcesSocket(),
 		"--kubeconfig", agentKC, "--node-name", k.NodeName, "--assign-grace", "5s",
 		"--dra", "--dra-kubelet-dir", k.RootDir, "--readmit-mode", "evict",
 		"--hook", e.hookBin, "--shim", e.art.Shim, "--poll-every", "100ms")
@@ -74,7 +95,8 @@ func TestDRAReadmitDeployment(t *testing.T) {
 	eventually(t, "the agent's ResourceSlices", 60*time.Second, func() bool { return len(n.devices(t)) > 0 })
 
 	// The Deployment: its pod's GPU comes from a template for a 1g.5gb, as
-	// docs/dra.md writes it (the base class and a profile selector).
+	// docs/dra.md writes it (the base class and a profile selector), or
+	// from the extended resource.
 	mustCreate(t, func() error {
 		_, err := cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: readmitNS}}, metav1.CreateOptions{})
 		return err
@@ -86,17 +108,21 @@ func TestDRAReadmitDeployment(t *testing.T) {
 	if _, err := cl.Client.ResourceV1().ResourceClaimTemplates(readmitNS).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ResourceClaimTemplate: %v", err)
 	}
-	createClaimTrainer(t, cl, image, tmpl.Name)
+	createClaimTrainer(t, cl, image, tmpl.Name, extended)
 
 	old := waitTrainerPod(t, cl.Client, "")
 	old = waitRunningOn(t, cl.Client, old.Name, k.NodeName)
 	if p := allocatedProfile(t, n, old); p != "1g.5gb" {
 		t.Fatalf("the first pod's claim is allocated a %q, want 1g.5gb", p)
 	}
-	eventually(t, "the API server to show the first claim to the claim webhook", 30*time.Second, func() bool {
-		return strings.Contains(readFile(st.admLog), "readmit claim webhook: no recommendation")
+	seen := "readmit claim webhook: no recommendation"
+	if extended {
+		seen = "no recommendation for the pod's controller"
+	}
+	eventually(t, "the API server to show the first pod's request to the webhook", 30*time.Second, func() bool {
+		return strings.Contains(readFile(st.admLog), seen)
 	})
-	t.Logf("first pod %s runs on a 1g.5gb through its claim; growing", old.Name)
+	t.Logf("first pod %s runs on a 1g.5gb through DRA; growing", old.Name)
 
 	// The container grows; the agent marks and evicts it.
 	var marked time.Time
@@ -120,7 +146,7 @@ func TestDRAReadmitDeployment(t *testing.T) {
 	want := strings.TrimPrefix(rule.To, "nvidia.com/mig-")
 	t.Logf("recommended %s → %s (forecast %d bytes, %s)", rule.From, rule.To, rule.ForecastBytes, rule.Reason)
 
-	// The replacement's claim asks for, and is allocated, the larger profile.
+	// The replacement is allocated the larger profile.
 	repl := waitTrainerPod(t, cl.Client, old.UID)
 	repl = waitRunningOn(t, cl.Client, repl.Name, k.NodeName)
 	ran := time.Since(marked)
@@ -128,27 +154,37 @@ func TestDRAReadmitDeployment(t *testing.T) {
 	if got != want || got == "1g.5gb" {
 		t.Fatalf("the replacement's claim is allocated a %q, want the recommended %q", got, want)
 	}
-	claim := podClaim(t, cl, repl)
-	var rws []readmit.ClaimRewrite
-	if err := json.Unmarshal([]byte(claim.Annotations[readmit.AnnotationReadmitted]), &rws); err != nil || len(rws) != 1 || rws[0].To != rule.To {
-		t.Errorf("claim %s annotation %q: %+v %v", claim.Name, claim.Annotations[readmit.AnnotationReadmitted], rws, err)
-	}
-	if !strings.Contains(readFile(st.admLog), "claim request moved to the recommended profile") {
-		t.Errorf("the claim webhook's log has no move:\n%s", readFile(st.admLog))
-	}
 	if !strings.Contains(readFile(st.admLog), "eviction of a pod on the agent's own node allowed") {
 		t.Errorf("the eviction guard did not see the eviction:\n%s", readFile(st.admLog))
 	}
-	// The template and the pod spec are unchanged: only the claim moved.
-	if len(repl.Spec.ResourceClaims) != 1 || *repl.Spec.ResourceClaims[0].ResourceClaimTemplateName != tmpl.Name {
-		t.Errorf("replacement's resourceClaims %+v", repl.Spec.ResourceClaims)
+	if extended {
+		// The pod webhook moved the limit; the claim webhook had nothing to do.
+		if q := repl.Spec.Containers[0].Resources.Limits[corev1.ResourceName(rule.To)]; q.String() != "1" ||
+			!strings.Contains(repl.Annotations[readmit.AnnotationReadmitted], rule.To) {
+			t.Errorf("replacement limits %v annotations %v, want %s", repl.Spec.Containers[0].Resources.Limits, repl.Annotations, rule.To)
+		}
+	} else {
+		claim := podClaim(t, cl, repl)
+		var rws []readmit.ClaimRewrite
+		if err := json.Unmarshal([]byte(claim.Annotations[readmit.AnnotationReadmitted]), &rws); err != nil || len(rws) != 1 || rws[0].To != rule.To {
+			t.Errorf("claim %s annotation %q: %+v %v", claim.Name, claim.Annotations[readmit.AnnotationReadmitted], rws, err)
+		}
+		if !strings.Contains(readFile(st.admLog), "claim request moved to the recommended profile") {
+			t.Errorf("the claim webhook's log has no move:\n%s", readFile(st.admLog))
+		}
+		// The template and the pod spec are unchanged: only the claim moved.
+		if len(repl.Spec.ResourceClaims) != 1 || *repl.Spec.ResourceClaims[0].ResourceClaimTemplateName != tmpl.Name {
+			t.Errorf("replacement's resourceClaims %+v", repl.Spec.ResourceClaims)
+		}
 	}
-	t.Logf("DRA-READMIT: %s on 1g.5gb → %s on %s; eviction to replacement Running %v", old.Name, repl.Name, got, ran.Round(time.Millisecond))
+	t.Logf("DRA-READMIT (extended resource %v): %s on 1g.5gb → %s on %s; eviction to replacement Running %v",
+		extended, old.Name, repl.Name, got, ran.Round(time.Millisecond))
 }
 
 // createClaimTrainer creates the trainer Deployment: one pod whose
-// container main runs the grower on a claim from template.
-func createClaimTrainer(t *testing.T, cl *harness.Cluster, image, template string) {
+// container main runs the grower on a claim from template, or (extended)
+// on nvidia.com/mig-1g.5gb: 1.
+func createClaimTrainer(t *testing.T, cl *harness.Cluster, image, template string, extended bool) {
 	t.Helper()
 	labels := map[string]string{"app": "trainer"}
 	replicas, grace, no := int32(1), int64(1), false
@@ -162,6 +198,11 @@ func createClaimTrainer(t *testing.T, cl *harness.Cluster, image, template strin
 					Command:   append([]string{"/app/pattern"}, growSteps...),
 					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
 			}}},
+	}
+	if extended {
+		spec := &d.Spec.Template.Spec
+		spec.ResourceClaims = nil
+		spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{res1g5: resource.MustParse("1")}}
 	}
 	if _, err := cl.Client.AppsV1().Deployments(readmitNS).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -177,7 +218,8 @@ func deploymentUID(t *testing.T, cl *harness.Cluster) types.UID {
 	return d.UID
 }
 
-// podClaim is the claim the resourceclaim controller made for pod's "gpu".
+// podClaim is the claim the resourceclaim controller made for pod's "gpu",
+// or the one the scheduler made for its extended resource.
 func podClaim(t *testing.T, cl *harness.Cluster, pod *corev1.Pod) *resourceapi.ResourceClaim {
 	t.Helper()
 	var name string
@@ -190,6 +232,9 @@ func podClaim(t *testing.T, cl *harness.Cluster, pod *corev1.Pod) *resourceapi.R
 			if s.Name == "gpu" && s.ResourceClaimName != nil {
 				name = *s.ResourceClaimName
 			}
+		}
+		if x := p.Status.ExtendedResourceClaimStatus; x != nil {
+			name = x.ResourceClaimName
 		}
 		return name != ""
 	})
