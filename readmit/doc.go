@@ -27,7 +27,6 @@
 //     nvidia.com/mig-<new> with a JSON patch, annotating what it did
 //     (AnnotationReadmitted). Anything unexpected lets the pod through
 //     unchanged, with a warning.
-//
 //   - The ClaimWebhook is the same for a pod whose GPU comes from a
 //     ResourceClaimTemplate (the DRA driver): on ResourceClaim CREATE it
 //     reads the claim's pod and its owner's Recommendation and moves the
