@@ -310,3 +310,26 @@ func TestMarkerTakesAClaimContainersProfileFromItsInstance(t *testing.T) {
 		t.Error("evicted without knowing the profile")
 	}
 }
+
+// A container on a ResourceClaim the pod names directly is not evicted: its
+// replacement would reuse that claim on the same device. The
+// recommendation is still stored, and an Event says why.
+func TestMarkerKeepsAPodOnAFixedClaim(t *testing.T) {
+	pod := claimPodObj()
+	shared := "team-gpu"
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &shared}}
+	cs, m := newMarker(t, pod)
+	out, err := m.Handle(context.Background(), testMark())
+	if err != nil || out.Evicted || !strings.Contains(out.Ignored, "ResourceClaim team-gpu") {
+		t.Fatalf("Handle: %+v %v", out, err)
+	}
+	if count(cs, "create", "pods", "eviction") != 0 {
+		t.Error("evicted a pod whose claim would come back as it is")
+	}
+	if e := events(t, cs)[ReasonNotEvicted]; !strings.Contains(e.Message, "ResourceClaimTemplate") {
+		t.Errorf("%s event %q", ReasonNotEvicted, e.Message)
+	}
+	if to, ok := storedRecommendation(t, cs).Target("main", res1g); !ok || to != res2g {
+		t.Errorf("recommendation not stored: %s %v", to, ok)
+	}
+}

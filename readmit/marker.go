@@ -177,6 +177,12 @@ func (m *Marker) Handle(ctx context.Context, mk predictor.Mark) (Outcome, error)
 		out.Ignored = note
 		return out, nil
 	}
+	if note := fixedClaim(pod, mk.ContainerName); note != "" {
+		m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+note)
+		log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; its claim would come back as it is, pod left running")
+		out.Ignored = note
+		return out, nil
+	}
 	if out.Controller.Kind == "Job" && out.Controller.APIVersion == "batch/v1" {
 		note, err := m.jobEvictionCost(ctx, pod, out.Controller)
 		if err != nil {
