@@ -135,7 +135,7 @@ func New(cfg Config, g GPU, opts ...Option) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg.Defaults(), gpu: g, node: g.Node, holders: map[string]Holder{},
 		cdiNames: map[string]string{}, unhealthy: map[string]bool{}, idleSince: map[string]time.Time{}, podOf: map[string]PodRef{},
-		pending: newPendingDemand()}
+		pending: newPendingDemand(cfg.ReserveAfter)}
 	for _, o := range opts {
 		o(a)
 	}

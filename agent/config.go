@@ -85,6 +85,11 @@ type Config struct {
 	// Policy is the placement policy: migpro (demand-aware, the default),
 	// reachability or first-fit (partitioner.PolicyNames).
 	Policy string
+	// ReserveAfter is how long a local caller told to wait may keep
+	// waiting before room is reserved for it (Partitioner.ReserveFor), on
+	// nodes of partitioner.MinReserveGPUs GPUs or more; 0, the default,
+	// never reserves (docs/replay.md measures why).
+	ReserveAfter time.Duration
 	// Counted restricts the profiles reachability counts (default all).
 	Counted []string
 	// Profiles is the admin's allow-list: the only profiles the agent

@@ -15,18 +15,20 @@ import (
 // pods the cluster demand source could serve here but has no room for yet
 // (ClusterProvisioner.ObservePending), and local API callers whose alloc was
 // answered "must wait" and who have not been served or gone quiet since.
-// A local caller that keeps waiting longer than starveAfter gets a
-// reservation (Partitioner.ReserveFor): the placement on one GPU closest to
-// holding its profile is held, while the rest of that GPU and every other
-// GPU keep serving, until it is served or gives up.
+// With --reserve-after (Config.ReserveAfter) and on a node of
+// partitioner.MinReserveGPUs GPUs or more, a local caller that keeps waiting
+// longer than that (partitioner.Starving) gets a reservation
+// (Partitioner.ReserveFor): the placement on one GPU closest to holding its
+// profile is held, while the rest of that GPU and every other GPU keep
+// serving, until it is served or gives up. It is off by default: in the
+// replay, which runs the same rule (replay/reserve.go, policy
+// migpro+reserve-after), it cost mean JCT on every node size measured
+// (docs/replay.md).
 
 const (
 	// localWaitTTL is how long a local caller that was told to wait counts
 	// as waiting without asking again.
 	localWaitTTL = time.Minute
-	// defaultStarveAfter is how long a local caller may keep waiting before
-	// a GPU is reserved for it.
-	defaultStarveAfter = 2 * time.Minute
 )
 
 type localWait struct {
@@ -36,17 +38,19 @@ type localWait struct {
 
 // pendingDemand is what waits for this node now.
 type pendingDemand struct {
-	mu          sync.Mutex
-	cluster     map[string]int
-	local       map[string]*localWait // by owner and profile
+	mu      sync.Mutex
+	cluster map[string]int
+	local   map[string]*localWait // by owner and profile
+	// starveAfter is how long a local caller may keep waiting before a GPU
+	// is reserved for it; 0 never reserves.
 	starveAfter time.Duration
 	now         func() time.Time
 	// reservedFor is the local wait the standing reservation serves.
 	reservedFor string
 }
 
-func newPendingDemand() *pendingDemand {
-	return &pendingDemand{local: map[string]*localWait{}, starveAfter: defaultStarveAfter, now: time.Now}
+func newPendingDemand(starveAfter time.Duration) *pendingDemand {
+	return &pendingDemand{local: map[string]*localWait{}, starveAfter: starveAfter, now: time.Now}
 }
 
 func waitKey(owner, profile string) string { return owner + "\x00" + profile }
@@ -90,14 +94,16 @@ func (a *Agent) localServed(owner, profile string) {
 
 // PendingDemand reports, by profile, the requests the agent knows wait.
 func (a *Agent) PendingDemand() map[string]int {
-	counts, _ := a.pending.snapshot()
+	counts, _ := a.pending.snapshot(false)
 	return counts
 }
 
-// snapshot drops local waits gone quiet and sums what waits. It also says
-// which local wait, if any, has starved: the oldest one waiting longer than
-// starveAfter, and whether the standing reservation's wait is gone.
-func (pd *pendingDemand) snapshot() (map[string]int, starve) {
+// snapshot drops local waits gone quiet and sums what waits. With reserve
+// (the node reserves for starving callers) it also says which local wait, if
+// any, has starved (partitioner.Starving: the oldest one waiting longer than
+// starveAfter), and whether the standing reservation's wait is gone;
+// without, it leaves the reservation bookkeeping alone.
+func (pd *pendingDemand) snapshot(reserve bool) (map[string]int, starve) {
 	pd.mu.Lock()
 	defer pd.mu.Unlock()
 	now := pd.now()
@@ -106,33 +112,33 @@ func (pd *pendingDemand) snapshot() (map[string]int, starve) {
 		counts = map[string]int{}
 	}
 	var st starve
-	var oldest *localWait
+	var waiters []partitioner.Waiter
 	for k, w := range pd.local {
 		if now.Sub(w.last) > localWaitTTL {
 			delete(pd.local, k)
 			continue
 		}
 		counts[w.profile]++
-		if now.Sub(w.since) > pd.starveAfter && (oldest == nil || w.since.Before(oldest.since) ||
-			(w.since.Equal(oldest.since) && k < st.key)) {
-			oldest, st.key, st.profile = w, k, w.profile
-		}
-	}
-	if pd.reservedFor != "" {
-		if _, ok := pd.local[pd.reservedFor]; !ok {
-			st.clear = true
-			pd.reservedFor = ""
-		} else {
-			st.key, st.profile = "", "" // one reservation at a time
-		}
-	}
-	if st.key != "" {
-		pd.reservedFor = st.key
+		waiters = append(waiters, partitioner.Waiter{Key: k, Profile: w.profile, Since: w.since})
 	}
 	for p, n := range counts {
 		if n == 0 {
 			delete(counts, p)
 		}
+	}
+	if !reserve {
+		return counts, st
+	}
+	if pd.reservedFor != "" {
+		if _, ok := pd.local[pd.reservedFor]; ok {
+			return counts, st // one reservation at a time
+		}
+		st.clear = true
+		pd.reservedFor = ""
+	}
+	if w, ok := partitioner.Starving(now, waiters, pd.starveAfter); ok {
+		st.key, st.profile = w.Key, w.Profile
+		pd.reservedFor = w.Key
 	}
 	return counts, st
 }
@@ -147,7 +153,10 @@ type starve struct {
 // pushPending hands the pending demand to the partitioner and sets or
 // clears the reservation for a starving local caller.
 func (a *Agent) pushPending() {
-	counts, st := a.pending.snapshot()
+	a.pending.mu.Lock()
+	reserve := a.pending.starveAfter > 0
+	a.pending.mu.Unlock()
+	counts, st := a.pending.snapshot(reserve && a.part.ReservesForStarving())
 	if len(counts) == 0 {
 		counts = nil
 	}

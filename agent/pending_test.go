@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,26 +11,18 @@ import (
 )
 
 // Through the local API: a caller told to wait counts as pending demand; one
-// that keeps waiting gets a GPU reserved, which other profiles then leave
-// alone even when it is empty, until the caller is served.
+// that keeps waiting gets a GPU reserved (on a node of three GPUs, the
+// fewest that reserve), which other profiles then leave alone even when it is
+// empty, until the caller is served.
 func TestLocalWaitersArePendingDemandAndGetAReservation(t *testing.T) {
-	e := newEnv(t, "a100-40gb,a100-40gb")
+	e := newEnv(t, "a100-40gb,a100-40gb,a100-40gb")
+	e.cfg.ReserveAfter = time.Hour // --reserve-after 1h
 	a := e.start(t)
 	c := runAgent(t, a)
 	ctx := context.Background()
-	var held [2]client.AllocResponse
-	for _, owner := range []string{"a", "b"} {
-		r, err := c.Alloc(ctx, client.AllocRequest{Profile: "4g.20gb", Owner: owner})
-		if err != nil {
-			t.Fatal(err)
-		}
-		held[r.GPU] = r
-	}
-	if held[0].CDIName == "" || held[1].CDIName == "" {
-		t.Fatalf("two 4g.20gb should take one GPU each: %+v", held)
-	}
+	held := holdHalfOfEveryGPU(t, c, 3)
 	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"}); !errors.Is(err, client.ErrConflict) {
-		t.Fatalf("7g.40gb with both GPUs half used: %v, want must wait", err)
+		t.Fatalf("7g.40gb with every GPU half used: %v, want must wait", err)
 	}
 	st, err := c.Status(ctx)
 	if err != nil {
@@ -43,7 +36,7 @@ func TestLocalWaitersArePendingDemandAndGetAReservation(t *testing.T) {
 	}
 
 	a.pending.mu.Lock()
-	a.pending.starveAfter = 0 // it has waited long enough from now on
+	a.pending.starveAfter = time.Nanosecond // it has waited long enough from now on
 	a.pending.mu.Unlock()
 	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"}); !errors.Is(err, client.ErrConflict) {
 		t.Fatalf("7g.40gb again: %v, want must wait", err)
@@ -56,12 +49,13 @@ func TestLocalWaitersArePendingDemandAndGetAReservation(t *testing.T) {
 	}
 	g := st.Reserved.GPU
 	a.pending.mu.Lock()
-	a.pending.starveAfter = defaultStarveAfter // the callers after it have not starved
+	a.pending.starveAfter = time.Hour // the callers after it have not starved
 	a.pending.mu.Unlock()
-	other := 1 - g
-	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "3g.20gb", Owner: "c"})
-	if err != nil || r.GPU != other {
-		t.Fatalf("3g.20gb: %+v %v, want it on GPU %d, not the reserved GPU %d", r, err, other, g)
+	for _, owner := range []string{"e", "f"} {
+		r, err := c.Alloc(ctx, client.AllocRequest{Profile: "3g.20gb", Owner: owner})
+		if err != nil || r.GPU == g {
+			t.Fatalf("3g.20gb for %s: %+v %v, want it beside a 4g, not on the reserved GPU %d", owner, r, err, g)
+		}
 	}
 	if err := c.Free(ctx, held[g].CDIName); err != nil {
 		t.Fatal(err)
@@ -69,7 +63,7 @@ func TestLocalWaitersArePendingDemandAndGetAReservation(t *testing.T) {
 	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "1g.5gb", Owner: "d"}); !errors.Is(err, client.ErrConflict) {
 		t.Fatalf("1g.5gb with only the reserved GPU free: %v, want must wait", err)
 	}
-	r, err = c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"})
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"})
 	if err != nil || r.GPU != g {
 		t.Fatalf("7g.40gb once its GPU drained: %+v %v, want it on GPU %d", r, err, g)
 	}
@@ -78,6 +72,82 @@ func TestLocalWaitersArePendingDemandAndGetAReservation(t *testing.T) {
 	}
 	if st.Reserved != nil || len(st.Pending) != 1 || st.Pending["1g.5gb"] != 1 {
 		t.Fatalf("after serving the 7g: reserved %v pending %v, want none and 1g.5gb x1", st.Reserved, st.Pending)
+	}
+}
+
+// holdHalfOfEveryGPU puts one 4g.20gb on each of the node's n GPUs (owners
+// h0, h1, ...) and returns them by GPU.
+func holdHalfOfEveryGPU(t *testing.T, c *client.Client, n int) []client.AllocResponse {
+	t.Helper()
+	held := make([]client.AllocResponse, n)
+	for i := range n {
+		r, err := c.Alloc(context.Background(), client.AllocRequest{Profile: "4g.20gb", Owner: fmt.Sprintf("h%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[r.GPU] = r
+	}
+	for g, r := range held {
+		if r.CDIName == "" {
+			t.Fatalf("%d 4g.20gb should take one GPU each; GPU %d has none: %+v", n, g, held)
+		}
+	}
+	return held
+}
+
+// Without --reserve-after (the default) a local caller gets no reservation
+// however long it waits: it is counted as pending demand, nothing more.
+func TestNoReservationByDefault(t *testing.T) {
+	e := newEnv(t, "a100-40gb,a100-40gb,a100-40gb")
+	a := e.start(t)
+	c := runAgent(t, a)
+	ctx := context.Background()
+	holdHalfOfEveryGPU(t, c, 3)
+	now := time.Now()
+	a.pending.mu.Lock()
+	a.pending.now = func() time.Time { return now }
+	a.pending.mu.Unlock()
+	for range 10 { // told to wait again every 50 s, for 7.5 minutes
+		if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"}); !errors.Is(err, client.ErrConflict) {
+			t.Fatalf("7g.40gb with every GPU half used: %v, want must wait", err)
+		}
+		a.pending.mu.Lock()
+		now = now.Add(50 * time.Second)
+		a.pending.mu.Unlock()
+	}
+	if r, ok := a.part.Reserved(); ok {
+		t.Fatalf("reservation %+v without --reserve-after", r)
+	}
+	if got := a.PendingDemand(); got["7g.40gb"] != 1 {
+		t.Fatalf("pending %v, want 7g.40gb x1", got)
+	}
+}
+
+// On a node of fewer than partitioner.MinReserveGPUs GPUs a starving local
+// caller gets no reservation: holding one of two GPUs for it would leave the
+// queue half the node while that GPU drains (docs/replay.md measures it).
+func TestSmallNodeReservesForNoStarvingCaller(t *testing.T) {
+	e := newEnv(t, "a100-40gb,a100-40gb")
+	e.cfg.ReserveAfter = time.Nanosecond
+	a := e.start(t)
+	c := runAgent(t, a)
+	ctx := context.Background()
+	holdHalfOfEveryGPU(t, c, 2)
+	for range 2 {
+		if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"}); !errors.Is(err, client.ErrConflict) {
+			t.Fatalf("7g.40gb with both GPUs half used: %v, want must wait", err)
+		}
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Reserved != nil || st.Pending["7g.40gb"] != 1 {
+		t.Fatalf("2-GPU node: reserved %+v pending %v, want no reservation and 7g.40gb x1 pending", st.Reserved, st.Pending)
+	}
+	r, err := c.Alloc(ctx, client.AllocRequest{Profile: "3g.20gb", Owner: "c"})
+	if err != nil || r.CDIName == "" {
+		t.Fatalf("3g.20gb beside a 4g on an unreserved node: %+v %v", r, err)
 	}
 }
 
@@ -106,18 +176,16 @@ func TestClusterPendingDemandReachesThePartitioner(t *testing.T) {
 // localWaitTTL, and its reservation goes with it at the next maintenance
 // round, even if nothing else happens on the node.
 func TestQuietLocalWaiterLosesItsReservation(t *testing.T) {
-	e := newEnv(t, "a100-40gb")
+	e := newEnv(t, "a100-40gb,a100-40gb,a100-40gb")
+	e.cfg.ReserveAfter = time.Nanosecond
 	a := e.start(t)
 	c := runAgent(t, a)
 	ctx := context.Background()
+	holdHalfOfEveryGPU(t, c, 3)
 	now := time.Now()
 	a.pending.mu.Lock()
 	a.pending.now = func() time.Time { return now }
-	a.pending.starveAfter = 0
 	a.pending.mu.Unlock()
-	if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "4g.20gb", Owner: "a"}); err != nil {
-		t.Fatal(err)
-	}
 	for range 2 { // told to wait twice, a second apart: the second time it has starved
 		if _, err := c.Alloc(ctx, client.AllocRequest{Profile: "7g.40gb", Owner: "big"}); !errors.Is(err, client.ErrConflict) {
 			t.Fatalf("7g.40gb next to a 4g in use: %v, want must wait", err)

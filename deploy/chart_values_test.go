@@ -72,6 +72,11 @@ func TestChartValuesTakeEffect(t *testing.T) {
 				t.Errorf("agent securityContext %+v", sc)
 			}
 		}},
+		{"reserveAfter", []string{"--set", "reserveAfter=5m"}, func(t *testing.T, r rendered) {
+			if args := r.agentArgs(); !strings.Contains(args, "--reserve-after=5m") {
+				t.Errorf("agent args %s, want --reserve-after=5m", args)
+			}
+		}},
 		{"kubeletRootDir", []string{"--set", "kubeletRootDir=/var/lib/k0s/kubelet"}, func(t *testing.T, r rendered) {
 			// The PodResources socket follows --root-dir; the kubelet's
 			// device-plugin directory does not (devicePluginDir).
@@ -196,6 +201,7 @@ func TestChartSchemaRejects(t *testing.T) {
 		{"image.tag=latest", "tag"},                    // never latest
 		{"nodeConfigs.small.warmpool=1g.10gb=1", "warmpool"},
 		{"idleTimeout=10 minutes", "idleTimeout"},
+		{"reserveAfter=soon", "reserveAfter"},
 		{"readmit.mode=kill", "mode"},
 	} {
 		for _, verb := range []string{"lint", "template"} {

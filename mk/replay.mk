@@ -4,17 +4,21 @@
 # part of `make test`, so it is kept small: the multi-node stream runs
 # REPLAY_STREAM_JOBS jobs on REPLAY_STREAM_NODES nodes (the full 5,000-job,
 # 20-node stream is `make replay-bench`). With MIGPRO_OPENB_DIR set to the
-# folder of the OpenB pod lists, it also replays a window of each file.
+# folder of the OpenB pod lists, it also replays a window of each file. It
+# ends with issue 28's targets (docs/replay.md's headline table) on the tuning
+# seeds, in targets.txt; `make replay-targets` measures them side by side in
+# the benchmark and in migpro-lab replay --targets, on TARGET_SEEDS.
 REPLAY_OUT          ?= $(BIN)/replay-report
 REPLAY_MIXES        ?= small mixed llm pcie
 REPLAY_STREAM_JOBS  ?= 400
 REPLAY_STREAM_NODES ?= 3
 REPLAY              ?= $(BIN)/migpro-lab replay
 MIGPRO_OPENB_DIR    ?=
+TARGET_SEEDS        ?= tune
 
 TEST_TARGETS += replay-report
 
-.PHONY: replay-report replay-bench placement-bench
+.PHONY: replay-report replay-bench placement-bench replay-targets
 replay-report: build
 	@mkdir -p $(REPLAY_OUT)
 	@for m in $(REPLAY_MIXES); do \
@@ -29,6 +33,21 @@ replay-report: build
 		n=$$(basename $$f .csv); echo "== openb $$n"; \
 		$(REPLAY) --csv $$f --jobs 600 --seed 1 --load 0.9 --simulate a100-40gb:8 > $(REPLAY_OUT)/openb-$$n.txt || exit 1; \
 		cat $(REPLAY_OUT)/openb-$$n.txt; done; fi
+	@echo "== targets (seeds $(TARGET_SEEDS))"
+	@$(REPLAY) --targets --seeds $(TARGET_SEEDS) --openb "$(MIGPRO_OPENB_DIR)" > $(REPLAY_OUT)/targets.txt || exit 1; \
+		cat $(REPLAY_OUT)/targets.txt
+
+# Issue 28's targets in one run, side by side: the benchmark's metrics (and
+# its table, -v) and migpro-lab replay --targets' table, computed by the same
+# code (replay.Targets) on the same seeds. TARGET_SEEDS=held for the seeds
+# kept apart from tuning.
+replay-targets: build
+	@mkdir -p $(REPLAY_OUT)
+	MIGPRO_OPENB_DIR="$(MIGPRO_OPENB_DIR)" TARGET_SEEDS=$(TARGET_SEEDS) $(GO) test -run '^$$' -bench Targets -benchtime 1x -v ./replay/ \
+		> $(REPLAY_OUT)/targets-bench.txt || { cat $(REPLAY_OUT)/targets-bench.txt; exit 1; }
+	@cat $(REPLAY_OUT)/targets-bench.txt
+	$(REPLAY) --targets --seeds $(TARGET_SEEDS) --openb "$(MIGPRO_OPENB_DIR)" > $(REPLAY_OUT)/targets.txt
+	@cat $(REPLAY_OUT)/targets.txt
 
 # One core, as the 5,000-job / 160-GPU target is stated.
 replay-bench:

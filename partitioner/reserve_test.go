@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 // A reservation for the whole GPU turns other profiles away from the slots
@@ -70,5 +71,25 @@ func TestBackfillWithoutAReservationIsAllocate(t *testing.T) {
 	}
 	if _, _, err := p.AllocateBackfill(context.Background(), "9g.80gb", nil, "x"); !errors.Is(err, ErrUnknownProfile) {
 		t.Fatalf("unknown profile: %v, want ErrUnknownProfile", err)
+	}
+}
+
+// Starving picks the waiter waiting longest past the limit, the lower key
+// among equals, and none while every waiter is within it.
+func TestStarvingPicksTheLongestWaiterPastTheLimit(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ws := []Waiter{
+		{Key: "b", Profile: "7g.40gb", Since: t0},
+		{Key: "a", Profile: "1g.5gb", Since: t0},
+		{Key: "c", Profile: "4g.20gb", Since: t0.Add(-time.Second)},
+	}
+	if w, ok := Starving(t0.Add(time.Minute), ws, 2*time.Minute); ok {
+		t.Fatalf("after a minute: %+v starves, want none within 2 minutes", w)
+	}
+	if w, ok := Starving(t0.Add(3*time.Minute), ws, 2*time.Minute); !ok || w.Key != "c" {
+		t.Fatalf("after 3 minutes: %+v %v, want c, waiting longest", w, ok)
+	}
+	if w, ok := Starving(t0.Add(3*time.Minute), ws[:2], 2*time.Minute); !ok || w.Key != "a" {
+		t.Fatalf("equal waits: %+v %v, want the lower key a", w, ok)
 	}
 }

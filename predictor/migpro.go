@@ -14,6 +14,10 @@ package predictor
 //   - Persist consecutive positive samples are needed, after MinSamples.
 //   - growth under a sawtooth, whose peak series climbs too rarely for the
 //     quarter test when read once a second, is read apart in blocks (saw).
+//   - on a series in seconds, runs of rises after the load are read apart
+//     too (stairs): steady steps or a ramp whose OOM, at the run's own rate,
+//     is projected within NearTime, before the windows' 24 s and quarter
+//     tests could see them.
 //
 // The peak series is fitted, not the raw one: bursts from temporary buffers
 // raise it once and then leave it flat, so they cannot fake a trend.
@@ -27,6 +31,7 @@ type migpro struct {
 	hitBin int64
 	sc     [scales]scale
 	saw    saw
+	stairs stairs
 }
 
 // point is one bin: t, the peak so far (y), the raw usage and the count of
@@ -148,6 +153,12 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 		// Already at the limit: nothing to forecast, no reason to wait.
 		return m.decide(p, &m.sc[0], s.T, verdict{target: s.T, reason: ReasonOverCapacity})
 	}
+	if p.cfg.NearTime > 0 && !p.cfg.NoStairs && !p.cfg.NoTrendGate {
+		m.stairs.observe(s.T, float64(s.Used), p.peak, p.allocs, capacity)
+		if v, hit := m.stairs.check(p, s.T); hit {
+			return m.decide(p, &m.sc[0], s.T, v)
+		}
+	}
 	if p.bins < p.cfg.MinSamples {
 		m.streak = 0
 		return Mark{}, false
@@ -193,6 +204,9 @@ type verdict struct {
 	target, riskAt, tto float64
 	reason              Reason
 	saw                 bool // read on the sawtooth's blocks
+	// rate and rateSD are a run of rises' rate and its uncertainty (see
+	// stairs), zero for a window's verdict.
+	rate, rateSD float64
 }
 
 // check reports whether one window sees sustained growth that exceeds
@@ -343,20 +357,28 @@ func (m *migpro) risesEachQuarter(sc *scale, a float64) bool {
 
 // decide builds the mark. Forecast is the upper bound at the target;
 // Confidence is the fitted chance that usage exceeds capacity at riskAt (the
-// horizon, or the end of the lead time).
+// horizon, or the end of the lead time). A run of rises (v.rate) is carried
+// on at its rate, with the rate's uncertainty; a window by its fit.
 func (m *migpro) decide(p *Predictor, sc *scale, now float64, v verdict) (Mark, bool) {
 	d := Mark{Reason: v.reason, Forecast: toBytes(p.peak), Confidence: 1}
 	f := &sc.fit
 	if v.saw {
 		f = &m.saw.fit
 	}
-	if v.reason == ReasonOverCapacity || f.n < 2 {
+	if v.reason == ReasonOverCapacity || (v.rate <= 0 && f.n < 2) {
 		return d, true
 	}
-	sd := f.sigma()
-	central := max(f.at(max(v.target, now)), p.peak)
+	at := func(t float64) (mean, sd float64) {
+		if v.rate > 0 {
+			dt := max(0, t-now)
+			return p.peak + v.rate*dt, v.rateSD * dt
+		}
+		return max(f.at(t), p.peak), f.sigma()
+	}
+	central, sd := at(max(v.target, now))
 	d.Forecast = toBytes(central + p.cfg.Z*sd)
-	d.Confidence = exceedProb(max(f.at(v.riskAt), p.peak), sd, float64(p.cfg.Capacity))
+	risk, riskSD := at(v.riskAt)
+	d.Confidence = exceedProb(risk, riskSD, float64(p.cfg.Capacity))
 	if v.reason == ReasonHorizon {
 		d.Horizon = v.target
 	} else {

@@ -133,6 +133,13 @@ type Config struct {
 	// is never marked. Zero: no such bound (iteration-indexed traces);
 	// ForSeconds sets DefaultEvictionTime.
 	EvictionTime float64
+	// NearTime is how near, in T units, an OOM projected from a run of
+	// rises (see stairs) must be before migpro marks on it with no horizon;
+	// never beyond EvictionTime. Zero turns the reading of runs off (as for
+	// iteration-indexed traces); ForSeconds sets SecondsNearTime.
+	NearTime float64
+	// NoStairs drops the reading of runs of rises. For measuring it only.
+	NoStairs bool
 	// Persist is how many consecutive samples must agree before migpro marks;
 	// this is the hysteresis against one-sample flukes. Default 3.
 	Persist int
@@ -216,7 +223,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Margin = 0.10
 	}
 	if c.Z < 0 || c.MinSamples < 2 || c.ConvergeWindow < 2 || c.ConvergeTol < 0 ||
-		c.LeadFactor < 0 || c.BulkLeadFactor < 0 || c.BlindLeadFactor < 0 || !(c.BulkBytes > 0) || c.MinLead < 0 || !(c.EvictionTime >= 0) || math.IsInf(c.EvictionTime, 0) || c.Persist < 1 || c.Margin < 0 {
+		c.LeadFactor < 0 || c.BulkLeadFactor < 0 || c.BlindLeadFactor < 0 || !(c.BulkBytes > 0) || c.MinLead < 0 || !(c.NearTime >= 0) || math.IsInf(c.NearTime, 0) || !(c.EvictionTime >= 0) || math.IsInf(c.EvictionTime, 0) || c.Persist < 1 || c.Margin < 0 {
 		return c, fmt.Errorf("predictor: invalid config %+v", c)
 	}
 	return c, nil
@@ -236,6 +243,9 @@ const (
 	// DefaultEvictionTime is Kubernetes' default termination grace period
 	// (30 s) plus 30 s to restart on a larger instance.
 	DefaultEvictionTime = 60
+	// SecondsNearTime: a run of rises marks when its OOM is projected within
+	// 10 s. A warm-up that stops under capacity stops farther from it.
+	SecondsNearTime = 10
 )
 
 // ForSeconds returns c with the settings for a series in seconds from the
@@ -270,6 +280,9 @@ func ForSeconds(c Config) Config {
 	}
 	if c.EvictionTime == 0 {
 		c.EvictionTime = DefaultEvictionTime
+	}
+	if c.NearTime == 0 {
+		c.NearTime = SecondsNearTime
 	}
 	if c.MinSamples == 0 && c.Algorithm != Baseline {
 		c.MinSamples = SecondsMinSamples

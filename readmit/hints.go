@@ -19,8 +19,9 @@ const (
 	AnnotationRestartSeconds = "migpro.dev/restart-seconds"
 	// AnnotationExpectedDuration on a pod declares how long its workload
 	// runs from the container's start, as a Go duration ("90m", "2h30m"):
-	// a horizon. Without it, a pod's activeDeadlineSeconds (a Job's pods
-	// carry their Job's) is the horizon; without either, none is assumed.
+	// a horizon. Without it none is assumed: activeDeadlineSeconds is a
+	// limit, not an expected end (Jobs set it generously as a safety cap),
+	// and projecting a warm-up to a far limit would mark it.
 	AnnotationExpectedDuration = "migpro.dev/expected-duration"
 )
 
@@ -31,7 +32,7 @@ const DefaultRestart = 30 * time.Second
 // PodHints reads what a pod says about its run for the predictor: the time
 // an eviction needs (grace period plus restart, the pod's
 // AnnotationRestartSeconds or else restart) and its horizon
-// (AnnotationExpectedDuration, else activeDeadlineSeconds). A bad
+// (AnnotationExpectedDuration only). A bad
 // annotation is an error naming it; the caller then keeps the defaults.
 func PodHints(pod *corev1.Pod, restart time.Duration) (predictor.Hints, error) {
 	var h predictor.Hints
@@ -53,8 +54,6 @@ func PodHints(pod *corev1.Pod, restart time.Duration) (predictor.Hints, error) {
 			return h, fmt.Errorf("pod %s/%s: annotation %s=%q: want a positive duration such as 90m", pod.Namespace, pod.Name, AnnotationExpectedDuration, v)
 		}
 		h.Horizon = d.Seconds()
-	} else if a := pod.Spec.ActiveDeadlineSeconds; a != nil && *a > 0 {
-		h.Horizon = float64(*a)
 	}
 	return h, nil
 }

@@ -235,6 +235,9 @@ func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error
 		if e.pl.(*dynamic).holding {
 			e.res.Detail += ", or larger" // the local API's AllocRequest.Larger
 		}
+		if pol.ReserveAfter > 0 {
+			e.res.Detail += fmt.Sprintf(", reserves after %g s (--reserve-after)", pol.ReserveAfter)
+		}
 		if pol.Order != Backfill {
 			e.res.Detail += ", " + pol.Order.String()
 		}

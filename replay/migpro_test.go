@@ -106,3 +106,45 @@ func TestMigproBeatsFirstFitByTheMeasuredMargin(t *testing.T) {
 		t.Errorf("first-fit ÷ migpro mean JCT, worst of %d streams: %.3f, want ≥ 0.94 (measured 0.940)", n, worst)
 	}
 }
+
+// The agent's --reserve-after, replayed: a 7g behind a stream of 1g jobs
+// dense enough to keep every GPU partly busy starves under migpro; with
+// migpro+reserve-after (a reservation once it has waited 120 s, as the
+// agent gives a local caller) it runs once one GPU drains, on a node of
+// three GPUs. On two GPUs the agent never reserves, and neither does the
+// replay.
+func TestReserveAfterIsTheAgentsRule(t *testing.T) {
+	jobs := []Job{{ID: "big-7g", Arrival: 505, FullRuntime: 100, Mem: Fixed(30 * GiB), Profile: "7g.40gb"}}
+	for i := 0; i < 600; i++ { // a new 1g every 10 s, each running 200 s: about 20 busy of 21 slots
+		jobs = append(jobs, Job{ID: fmt.Sprintf("s-%d", i), Arrival: 10 * float64(i), FullRuntime: 200, Mem: Fixed(2 * GiB), Profile: "1g.5gb"})
+	}
+	started := func(r *Result) float64 {
+		for _, run := range r.Runs {
+			if run.Job == "big-7g" {
+				return run.Started
+			}
+		}
+		t.Fatal("big-7g never ran")
+		return 0
+	}
+	three := Config{Nodes: 1, GPUsPerNode: 3, NoNVMLCost: true, Check: true}
+	plain := simRun(t, jobs, three, policy(t, "migpro"))
+	resv := simRun(t, jobs, three, policy(t, "migpro+reserve-after"))
+	if got := started(plain); got < 3500 {
+		t.Fatalf("without a reservation the 7g started at %.0f s; the stream should have starved it (test premise)", got)
+	}
+	if got := started(resv); got > 505+120+200+10 {
+		t.Errorf("with --reserve-after 2m the 7g started at %.0f s, want it once a GPU drains after 120 s (by 835 s)", got)
+	}
+	if resv.Reservations == 0 || plain.Reservations != 0 {
+		t.Errorf("reservations: %d with reserve-after, %d without; want some and none", resv.Reservations, plain.Reservations)
+	}
+	two := three
+	two.GPUsPerNode = 2
+	if r := simRun(t, jobs, two, policy(t, "migpro+reserve-after")); r.Reservations != 0 {
+		t.Errorf("on two GPUs: %d reservations, want none (partitioner.MinReserveGPUs)", r.Reservations)
+	}
+	if p, _ := ParsePolicies("migpro+reserve-after"); p[0].SimulatorOnly() {
+		t.Error("migpro+reserve-after is what the agent does with --reserve-after 2m, not simulator only")
+	}
+}

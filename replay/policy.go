@@ -96,6 +96,11 @@ type Strategy struct {
 	// Reserve holds a GPU for a job that has waited longer than
 	// starveFactor times its own run time (migpro only).
 	Reserve bool
+	// ReserveAfter, in seconds, is the agent's --reserve-after: a job
+	// that has waited longer gets a reservation as the agent gives one to
+	// a local caller (partitioner.Starving, on nodes of
+	// partitioner.MinReserveGPUs GPUs or more), with no backfill over it.
+	ReserveAfter float64
 	// PCIeAware prefers, for PCIe-heavy jobs, the GPU with the fewest
 	// PCIe-heavy runs.
 	PCIeAware bool
@@ -135,6 +140,7 @@ func Policies() []Strategy {
 		{Name: "reachability", Kind: Reachability},
 		{Name: "migpro", Kind: Migpro},
 		{Name: "migpro+reserve", Kind: Migpro, Reserve: true},
+		{Name: "migpro+reserve-after", Kind: Migpro, ReserveAfter: 120},
 		{Name: "migpro+predict", Kind: Migpro, Predict: true},
 		{Name: "migpro/A-size", Kind: Migpro, Order: SmallFirst},
 		{Name: "migpro/A-largest", Kind: Migpro, Order: LargeFirst},
@@ -146,12 +152,12 @@ func Policies() []Strategy {
 
 // SimulatorOnly reports whether the agent cannot run this policy: the
 // agent's --policy offers first-fit, reachability and migpro, with arrival
-// order and backfill; baselines and the extras (reservations by wait,
+// order and backfill, and --reserve-after (ReserveAfter); baselines and the extras (reservations by wait,
 // the planner, packing first, widening, the batch order, the history, the
 // predictor's moves, the other queue orders, the PCIe-aware choice) exist
 // only in the replay.
 func (s Strategy) SimulatorOnly() bool {
-	plain := Strategy{Name: s.Name, Kind: s.Kind}
+	plain := Strategy{Name: s.Name, Kind: s.Kind, ReserveAfter: s.ReserveAfter}
 	if s != plain {
 		return true
 	}

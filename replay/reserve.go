@@ -3,6 +3,9 @@ package replay
 import (
 	"fmt"
 	"math/bits"
+	"time"
+
+	"github.com/migpro/migpro/partitioner"
 )
 
 // Planning for the known queue (migpro only). Before each scan every node's
@@ -30,6 +33,9 @@ type reservation struct {
 
 // planQueue feeds pending demand and manages the reservation before a scan.
 func (e *engine) planQueue() error {
+	if e.agentReserves() && e.pol.Kind != Migpro {
+		return e.reserveAsAgent() // reachability: no demand to feed
+	}
 	if e.pol.Kind != Migpro {
 		return nil
 	}
@@ -42,6 +48,9 @@ func (e *engine) planQueue() error {
 	}
 	for _, nd := range e.nodes {
 		nd.part.ObservePending(counts)
+	}
+	if e.agentReserves() {
+		return e.reserveAsAgent()
 	}
 	if !e.pol.Reserve || e.pol.Order == FIFO {
 		return nil
@@ -77,13 +86,31 @@ func (e *engine) planQueue() error {
 	if exp := e.expected(oldest); exp == 0 || e.now-oldest.waitSince <= starveFactor*exp {
 		return nil
 	}
-	// The node whose GPU is closest to holding it: fewest held slots in
-	// the way of one of its placements, then fewest held slices; the node's
-	// partitioner then holds that placement (ReserveFor).
+	bestN := e.reserveNode(oldest.profile.Name, false)
+	rv, err := e.nodes[bestN].part.ReserveFor(oldest.profile.Name)
+	if err != nil {
+		return fmt.Errorf("node %d: %w", bestN, err)
+	}
+	bestG := rv.GPU
+	e.resv = &reservation{j: oldest, profile: oldest.profile.Name, node: bestN, gpu: bestG}
+	e.res.Reservations++
+	oldest.needAll = true
+	return nil
+}
+
+// reserveNode is the node whose GPU is closest to holding profile: fewest
+// held slots in the way of one of its placements, then fewest held slices;
+// the node's partitioner then holds that placement (ReserveFor). With
+// agentRule only nodes that reserve for starving requests count
+// (Partitioner.ReservesForStarving). It is -1 when no node qualifies.
+func (e *engine) reserveNode(profile string, agentRule bool) int {
 	bestN, bestCost := -1, 0
 	for n, nd := range e.nodes {
+		if agentRule && !nd.part.ReservesForStarving() {
+			continue
+		}
 		for _, gs := range nd.gpus {
-			masks := gs.model.geo.SlotMasks(oldest.profile.Name)
+			masks := gs.model.geo.SlotMasks(profile)
 			if len(masks) == 0 {
 				continue // the GPU does not offer the profile
 			}
@@ -97,15 +124,65 @@ func (e *engine) planQueue() error {
 			}
 		}
 	}
-	rv, err := e.nodes[bestN].part.ReserveFor(oldest.profile.Name)
-	if err != nil {
-		return fmt.Errorf("node %d: %w", bestN, err)
+	return bestN
+}
+
+// agentReserves reports whether the run reserves as the agent does for its
+// local callers with --reserve-after (agent/pending.go): a policy with
+// ReserveAfter that models those callers (the holding ones), unless it
+// has the replay's own rule (Reserve) or serves strictly in order.
+func (e *engine) agentReserves() bool {
+	d, ok := e.pl.(*dynamic)
+	return ok && d.holding && e.pol.ReserveAfter > 0 && !e.pol.Reserve && e.pol.Order != FIFO
+}
+
+// reserveAsAgent is the agent's reservation rule over the wait queue, each
+// waiting job being a local caller that keeps asking: one reservation at a
+// time, for the job waiting longest once it has waited longer than
+// ReserveAfter (partitioner.Starving), on a node with enough GPUs
+// to reserve (Partitioner.ReservesForStarving); it ends when its job starts,
+// and the next starving job, of any profile, may then get one.
+func (e *engine) reserveAsAgent() error {
+	if r := e.resv; r != nil {
+		if r.j != nil {
+			return nil // one reservation at a time
+		}
+		e.resv = nil
+		e.dirty[r.node] = true
+		if err := e.nodes[r.node].part.Reserve(nil); err != nil {
+			return fmt.Errorf("node %d: %w", r.node, err)
+		}
 	}
-	bestG := rv.GPU
-	e.resv = &reservation{j: oldest, profile: oldest.profile.Name, node: bestN, gpu: bestG}
+	waiters := make([]partitioner.Waiter, 0, len(e.queue))
+	byKey := make(map[string]*jobState, len(e.queue))
+	for _, j := range e.queue {
+		k := fmt.Sprintf("%09d", j.idx)
+		byKey[k] = j
+		waiters = append(waiters, partitioner.Waiter{Key: k, Profile: j.profile.Name, Since: simTime(j.waitSince)})
+	}
+	w, ok := partitioner.Starving(simTime(e.now), waiters, time.Duration(e.pol.ReserveAfter*float64(time.Second)))
+	if !ok {
+		return nil
+	}
+	n := e.reserveNode(w.Profile, true)
+	if n < 0 {
+		return nil
+	}
+	rv, err := e.nodes[n].part.ReserveFor(w.Profile)
+	if err != nil {
+		return fmt.Errorf("node %d: %w", n, err)
+	}
+	j := byKey[w.Key]
+	e.resv = &reservation{j: j, profile: w.Profile, node: n, gpu: rv.GPU}
 	e.res.Reservations++
-	oldest.needAll = true
+	j.needAll = true
 	return nil
+}
+
+// simTime is a replay time in seconds as a clock reading (the engine's
+// clock starts at the Unix epoch).
+func simTime(t float64) time.Time {
+	return time.Unix(0, 0).Add(time.Duration(t * float64(time.Second)))
 }
 
 // placed hands the reservation on when its job got an instance: the next

@@ -1,23 +1,20 @@
 package replay
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
 
-// BenchmarkTargets measures issue 28's targets: per configuration, summed
-// over seeds, the agent's policy (migpro) against every baseline. It runs
-// on both OpenB pod lists (8× A100 at load 0.9, windows of 600 GPU pods)
-// when MIGPRO_OPENB_DIR names their folder, and on generated online
-// streams (1-8 GPUs, A100, H100 and a mixed node). TARGET_SEEDS picks the
-// seeds: "tune" (1-3, the default), "held" (4-6, kept apart from tuning)
-// or a comma-separated list.
-// TARGET_MIGPRO names another policy to measure in migpro's place (to try
-// a variant against the same baselines).
+// BenchmarkTargets measures issue 28's targets (Targets): per
+// configuration, summed over seeds, the agent's policy (migpro) against
+// every baseline. It runs on both OpenB pod lists when MIGPRO_OPENB_DIR
+// names their folder, and on generated online streams (TargetConfigs).
+// TARGET_SEEDS picks the seeds: "tune" (1-3, the default), "held" (4-6,
+// kept apart from tuning) or a comma-separated list. TARGET_MIGPRO names
+// another policy to measure in migpro's place (to try a variant against
+// the same baselines). `migpro-lab replay --targets` prints the same
+// figures as a table; with -v the benchmark logs that table too.
 //
 // Per configuration it reports the baselines' summed mean JCT over
 // migpro's (jct-X/migpro, above 1: migpro better), NVML steps per job
@@ -25,117 +22,95 @@ import (
 // first-fit's) and the p95 arrival-to-start of 4g and 7g requests (migpro's
 // over the best baseline's, at most 1 meets the target).
 func BenchmarkTargets(b *testing.B) {
-	seeds := []uint64{1, 2, 3}
-	switch list := os.Getenv("TARGET_SEEDS"); list {
-	case "", "tune":
-	case "held":
-		seeds = []uint64{4, 5, 6}
-	default: // a comma-separated list, e.g. more tuning seeds
-		seeds = nil
-		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-			if err != nil {
-				b.Fatalf("TARGET_SEEDS %q: %v", list, err)
-			}
-			seeds = append(seeds, n)
-		}
+	seeds, err := TargetSeeds(os.Getenv("TARGET_SEEDS"))
+	if err != nil {
+		b.Fatal(err)
 	}
-	type conf struct {
-		name, node string
-		gpus       int
-		jobs       func(m *Model, seed uint64) ([]Job, error)
+	name := "migpro"
+	if alt := os.Getenv("TARGET_MIGPRO"); alt != "" {
+		name = alt
 	}
-	var confs []conf
-	if dir := os.Getenv("MIGPRO_OPENB_DIR"); dir != "" {
-		for _, f := range []string{"openb_pod_list_default.csv", "openb_pod_list_gpushare20.csv"} {
-			path := filepath.Join(dir, f)
-			confs = append(confs, conf{"openb/" + f, "a100-40gb", 8, func(m *Model, seed uint64) ([]Job, error) {
-				fh, err := os.Open(path)
-				if err != nil {
-					return nil, err
-				}
-				defer fh.Close()
-				jobs, _, err := ReadJobs(fh, m, MixSpec{Jobs: 600, Seed: seed, Load: 0.9, GPUs: 8})
-				return jobs, err
-			}})
-		}
-	}
-	online := func(gpus int, load float64) func(m *Model, seed uint64) ([]Job, error) {
-		return func(m *Model, seed uint64) ([]Job, error) {
-			return Generate(MixSpec{Name: "online", Jobs: 600, Seed: seed, Load: load, GPUs: gpus}, m)
-		}
-	}
-	for _, c := range []struct {
-		node string
-		gpus int
-	}{{"a100-40gb", 1}, {"a100-40gb", 2}, {"a100-40gb", 4}, {"a100-40gb", 8}, {"h100-80gb", 4}, {"a100-40gb:2,h100-80gb:1", 3}, {"a100-40gb:4,h100-80gb:4", 8}} {
-		for _, load := range []float64{0.8, 0.9} {
-			confs = append(confs, conf{fmt.Sprintf("online/%s/%dgpu/load%.1f", c.node, c.gpus, load), c.node, c.gpus, online(c.gpus, load)})
-		}
-	}
-	policies := []string{"migpro", "first-fit", "nvidia-dra", "hami", "static"}
-	for _, c := range confs {
-		b.Run(c.name, func(b *testing.B) {
-			m, err := LoadModel(c.node)
-			if err != nil {
-				b.Fatal(err)
-			}
-			gpus := c.gpus
-			if m.GPUsPerNode() > 0 {
-				gpus = m.GPUsPerNode()
-			}
+	pol := policy(b, name)
+	var rows []TargetRow
+	for _, c := range TargetConfigs(os.Getenv("MIGPRO_OPENB_DIR")) {
+		b.Run(c.Name, func(b *testing.B) {
+			var row TargetRow
 			for i := 0; i < b.N; i++ {
-				jct := map[string]float64{}
-				steps, runs := map[string]int{}, map[string]int{}
-				frag := map[string]int{}
-				p95 := map[string]map[string]float64{}
-				for _, seed := range seeds {
-					jobs, err := c.jobs(m, seed)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for _, name := range policies {
-						pol := policy(b, name)
-						if alt := os.Getenv("TARGET_MIGPRO"); alt != "" && name == "migpro" {
-							pol = policy(b, alt)
-						}
-						r, err := Run(jobs, Config{Model: c.node, Nodes: 1, GPUsPerNode: gpus, Seed: int64(seed)}, pol)
-						if err != nil {
-							b.Fatalf("%s seed %d: %v", name, seed, err)
-						}
-						jct[name] += r.MeanJCT
-						steps[name] += r.Reconfigs
-						runs[name] += len(r.Runs)
-						frag[name] += r.Fragmented
-						if p95[name] == nil {
-							p95[name] = map[string]float64{}
-						}
-						for _, s := range []string{"4g", "7g"} {
-							if w, ok := r.StartWait(s); ok {
-								p95[name][s] += w.P95
-							}
-						}
-					}
-				}
-				for _, name := range policies[1:] {
-					b.ReportMetric(jct[name]/jct["migpro"], "jct-"+name+"/migpro")
-				}
-				b.ReportMetric(float64(steps["migpro"])/float64(runs["migpro"]), "migpro-steps/job")
-				b.ReportMetric(float64(steps["nvidia-dra"])/float64(runs["nvidia-dra"]), "dra-steps/job")
-				b.ReportMetric(float64(frag["migpro"]), "migpro-frag")
-				b.ReportMetric(float64(frag["first-fit"]), "ff-frag")
-				for _, s := range []string{"4g", "7g"} {
-					best := -1.0
-					for _, name := range policies[1:] {
-						if v := p95[name][s]; v > 0 && (best < 0 || v < best) {
-							best = v
-						}
-					}
-					if best > 0 {
-						b.ReportMetric(p95["migpro"][s]/best, "p95-"+s+"/best-baseline")
-					}
+				if row, err = Targets(c, seeds, pol); err != nil {
+					b.Fatal(err)
 				}
 			}
+			for _, base := range TargetBaselines {
+				b.ReportMetric(row.JCT[base], "jct-"+base+"/migpro")
+			}
+			b.ReportMetric(row.Steps, "migpro-steps/job")
+			b.ReportMetric(row.DRASteps, "dra-steps/job")
+			b.ReportMetric(float64(row.Frag), "migpro-frag")
+			b.ReportMetric(float64(row.FirstFitFrag), "ff-frag")
+			for _, s := range TargetSizes {
+				if v, ok := row.P95[s]; ok {
+					b.ReportMetric(v, "p95-"+s+"/best-baseline")
+				}
+			}
+			rows = append(rows, row)
 		})
+	}
+	var out strings.Builder
+	if err := WriteTargets(&out, name, rows); err != nil {
+		b.Fatal(err)
+	}
+	b.Log("\n" + out.String())
+}
+
+// The targets' figures are what Run gives each policy: on a small
+// configuration the row's ratio and steps are those of the runs, and
+// first-fit measured in migpro's place has a first-fit ratio of exactly 1
+// and as many fragmentation waits as first-fit.
+func TestTargetsAreTheRunsFigures(t *testing.T) {
+	c := TargetConfig{Name: "online/a100-40gb/2gpu", Node: "a100-40gb", GPUs: 2, Jobs: func(m *Model, seed uint64) ([]Job, error) {
+		return Generate(MixSpec{Name: "online", Jobs: 120, Seed: seed, Load: 0.9, GPUs: 2}, m)
+	}}
+	seeds := []uint64{1, 2}
+	row, err := Targets(c, seeds, policy(t, "migpro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var migpro, dra float64
+	var draSteps, draRuns int
+	for _, seed := range seeds {
+		jobs, err := c.Jobs(m, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Model: "a100-40gb", Nodes: 1, GPUsPerNode: 2, Seed: int64(seed)}
+		migpro += simRun(t, jobs, cfg, policy(t, "migpro")).MeanJCT
+		r := simRun(t, jobs, cfg, policy(t, "nvidia-dra"))
+		dra += r.MeanJCT
+		draSteps += r.Reconfigs
+		draRuns += len(r.Runs)
+	}
+	if got, want := row.JCT["nvidia-dra"], dra/migpro; got != want {
+		t.Errorf("jct nvidia-dra/migpro %v, want %v from the runs", got, want)
+	}
+	if got, want := row.DRASteps, float64(draSteps)/float64(draRuns); got != want {
+		t.Errorf("nvidia-dra steps/job %v, want %v", got, want)
+	}
+	self, err := Targets(c, seeds, policy(t, "first-fit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self.JCT["first-fit"] != 1 || self.Frag != self.FirstFitFrag {
+		t.Errorf("first-fit against itself: ratio %v, frag %d vs %d; want 1 and equal", self.JCT["first-fit"], self.Frag, self.FirstFitFrag)
+	}
+	var out strings.Builder
+	if err := WriteTargets(&out, "migpro", []TargetRow{row}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "| online/a100-40gb/2gpu |") || !strings.Contains(out.String(), " of 1;") {
+		t.Errorf("table:\n%s", out.String())
 	}
 }

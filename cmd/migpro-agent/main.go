@@ -79,6 +79,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.NodeName, "node-name", defaultNodeName(), "this node's name in the cluster (default: $NODE_NAME, then the hostname)")
 	podRes := fs.String("pod-resources", podresources.DefaultSocket, "kubelet PodResources socket; empty disables use tracking")
 	fs.StringVar(&cfg.Policy, "policy", def.Policy, "placement policy: "+strings.Join(partitioner.PolicyNames(), ", "))
+	fs.DurationVar(&cfg.ReserveAfter, "reserve-after", 0, fmt.Sprintf("reserve room for a local caller still waiting after this long, on nodes of %d GPUs or more (0: never; docs/replay.md measures it)", partitioner.MinReserveGPUs))
 	counted := fs.String("counted", "", "comma-separated profiles that reachability counts (default all)")
 	fs.StringSliceVar(&cfg.Profiles, "profiles", nil, "comma-separated allow-list: the only profiles created and advertised (default: every profile the GPUs offer)")
 	warm := fs.String("warm-pool", "", "idle instances to keep ready, e.g. 1g.10gb=1,2g.20gb=1")

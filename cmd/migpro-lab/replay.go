@@ -15,7 +15,7 @@ import (
 	"github.com/migpro/migpro/replay"
 )
 
-const replayUsage = "usage: migpro-lab replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check]"
+const replayUsage = "usage: migpro-lab replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check] | --targets [--seeds tune|held|S,S,...] [--openb DIR] [--policies NAME]"
 
 // replayOptions are replay's flags, bound by newReplayCmd and completed by
 // complete.
@@ -28,6 +28,9 @@ type replayOptions struct {
 	node, ratio, policyList                 string
 	jobs                                    int
 	seed                                    uint64
+	// targets measures issue 28's targets (targets.go).
+	targets         bool
+	seeds, openbDir string
 }
 
 // replayJSON is one policy's result for --output json (runs left out).
@@ -135,9 +138,13 @@ func newReplayCmd() *cobra.Command {
 		Example: "  migpro-lab replay --mix mixed --policies migpro,first-fit\n" +
 			"  migpro-lab replay --mix online --simulate a100-40gb:2 --load 0.9 --policies first-fit,migpro,migpro+plan\n" +
 			"  migpro-lab replay --simulate a100-40gb:2,h100-80gb:1 --mix stream --output json\n" +
-			"  migpro-lab replay --csv jobs.csv --plot charts/",
+			"  migpro-lab replay --csv jobs.csv --plot charts/\n" +
+			"  migpro-lab replay --targets --seeds held --openb /path/to/openb",
 		Aliases: []string{"simulate"},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opt.targets {
+				return opt.runTargets(cmd, args)
+			}
 			if err := opt.complete(cmd, args); err != nil {
 				return err
 			}
@@ -164,6 +171,9 @@ func newReplayCmd() *cobra.Command {
 	f.StringVar(&opt.writeCSV, "write-csv", "", "also write the jobs to this CSV file (for replay)")
 	f.StringVarP(&opt.output, "output", "o", "text", "output format, text or json (env "+ctl.EnvOutput+")")
 	f.BoolVar(&opt.cfg.Check, "check", false, "verify after every event that no GPU is over-committed (slower)")
+	f.BoolVar(&opt.targets, "targets", false, "measure issue 28's targets instead: one policy (--policies, default migpro) against first-fit, nvidia-dra, hami and static on every configuration, summed over --seeds (the figures of go test -bench Targets ./replay/)")
+	f.StringVar(&opt.seeds, "seeds", "tune", "with --targets: tune (1-3), held (4-6, kept apart from tuning) or a list such as 7,8,9")
+	f.StringVar(&opt.openbDir, "openb", os.Getenv("MIGPRO_OPENB_DIR"), "with --targets: folder of the OpenB pod lists, adding their two configurations (default $MIGPRO_OPENB_DIR)")
 	return cmd
 }
 

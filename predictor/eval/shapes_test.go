@@ -34,16 +34,14 @@ func shapeMiss(r ShapeRow) string {
 // with no tolerance, and a listed row that meets it fails the test too, so
 // that the list cannot outlive the gap.
 var shapeGaps = map[string]bool{
-	"kv-steps@10": true, "kv-steps@1": true,
-	"fast-growth@10": true, "fast-growth@1": true,
-	"bursty-kv-horizon@10": true, "bursty-kv-horizon@1": true,
+	"bursty-kv-horizon@1":          true,
 	"creeping-sawtooth@1":          true,
 	"creeping-sawtooth-horizon@10": true, "creeping-sawtooth-horizon@1": true,
 
 	"serving-staircase-ho@10": true, "serving-staircase-ho@1": true,
 	"vllm-start-ho@10": true, "vllm-start-ho@1": true,
 	"training-sawtooth-ho@10": true, "training-sawtooth-ho@1": true,
-	"kv-steps-ho@10": true, "kv-steps-ho@1": true,
+	"kv-steps-ho@10":    true,
 	"fast-growth-ho@10": true, "fast-growth-ho@1": true,
 	"bursty-kv-horizon-ho@10": true, "bursty-kv-horizon-ho@1": true,
 	"creeping-sawtooth-ho@10": true, "creeping-sawtooth-ho@1": true,
@@ -85,4 +83,59 @@ func TestHeldOutShapes(t *testing.T) {
 	}
 	t.Logf("\n%s", FormatShapes(rows))
 	shapeBar(t, rows)
+}
+
+// TestQuietShapesWithHorizon gives the tuned quiet shapes a horizon (their
+// planned end), which issue 29 does not ask about: with a known end a
+// staircase is projected to it, so warm-up staircases and vLLM starts are
+// marked (docs/predictor-results.md, "Quiet shapes with a horizon"). The
+// training sawtooth, whose peak does not climb, must stay unmarked. -v
+// prints the table.
+func TestQuietShapesWithHorizon(t *testing.T) {
+	var quiet []tracegen.Shape
+	for _, s := range tracegen.TunedShapes() {
+		if !s.Growing {
+			s.WithHorizon, s.Name = true, s.Name+"-with-horizon"
+			quiet = append(quiet, s)
+		}
+	}
+	rows, err := ScoreShapes(predictor.Config{}, quiet, shapeSeeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", FormatShapes(rows))
+	for _, r := range rows {
+		if r.Shape == "training-sawtooth-with-horizon" && r.FalseMarks > 0 {
+			t.Errorf("%s at %g Hz: %d/%d marked", r.Shape, r.Hz, r.FalseMarks, r.Seeds)
+		}
+	}
+}
+
+// TestShapesWithoutStairs takes the runs of rises away (NoStairs) on the
+// tuned shapes: the KV cache in steps and fast growth must then be missed
+// or marked late far more often, and the quiet shapes stay unmarked either
+// way, or the reading no longer earns its place. -v prints both tables.
+func TestShapesWithoutStairs(t *testing.T) {
+	count := func(base predictor.Config) (late, falseMarks int) {
+		rows, err := ScoreShapes(base, tracegen.TunedShapes(), shapeSeeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("NoStairs %v:\n%s", base.NoStairs, FormatShapes(rows))
+		for _, r := range rows {
+			falseMarks += r.FalseMarks
+			if r.Hz == tracegen.ShimHz && (r.Shape == "kv-steps" || r.Shape == "fast-growth") {
+				late += r.Late
+			}
+		}
+		return late, falseMarks
+	}
+	late, falseMarks := count(predictor.Config{})
+	offLate, offFalse := count(predictor.Config{NoStairs: true})
+	if falseMarks != 0 || offFalse != 0 {
+		t.Errorf("quiet shapes marked: %d with the runs of rises, %d without", falseMarks, offFalse)
+	}
+	if offLate == 0 || late*4 > offLate {
+		t.Errorf("kv-steps and fast-growth at 10 Hz marked under 5 s ahead: %d with the runs of rises, %d without: want at least 4 times fewer", late, offLate)
+	}
 }

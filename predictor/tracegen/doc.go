@@ -8,4 +8,7 @@
 // NVML's. Every family is a
 // deterministic function of a seed, so the checked-in files can be
 // regenerated bit for bit and tests can sweep many seeds of the same shape.
+// Issue 29's NVML-only shapes come in three sets: TunedShapes (the
+// predictor is tuned on them), HeldOutShapes (wider parameters), and
+// SealedShapes (generators of their own, kept out of tuning).
 package tracegen

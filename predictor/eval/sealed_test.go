@@ -1,0 +1,46 @@
+package eval
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/tracegen"
+)
+
+// sealedGaps are the sealed rows (shape@rate) that missed issue 29's bar
+// on the code of main when the sealed set was first scored, as
+// docs/predictor-results.md ("Sealed held-out shapes") reports them. As
+// with shapeGaps, every other row is held to the bar and a listed row that
+// meets it fails the test, so the list cannot outlive the gap.
+var sealedGaps = map[string]bool{
+	"sealed-serving-warmup@10": true, "sealed-serving-warmup@1": true,
+	"sealed-vllm-start@10": true, "sealed-vllm-start@1": true,
+	"sealed-training-loop@10": true, "sealed-training-loop@1": true,
+	"sealed-model-server@10": true, "sealed-model-server@1": true,
+	"sealed-kv-cache@10":    true,
+	"sealed-fast-growth@10": true, "sealed-fast-growth@1": true,
+	"sealed-pause-resume@10": true,
+}
+
+// TestSealedShapes holds the predictor, with the agent's settings, to
+// issue 29's bar on the sealed held-out shapes (tracegen.SealedShapes),
+// which were written apart from the tuning and are not read while tuning.
+// -v prints the table of docs/predictor-results.md.
+func TestSealedShapes(t *testing.T) {
+	rows, err := ScoreShapes(predictor.Config{}, tracegen.SealedShapes(), shapeSeeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", FormatShapes(rows))
+	for _, r := range rows {
+		key := fmt.Sprintf("%s@%g", r.Shape, r.Hz)
+		miss := shapeMiss(r)
+		switch {
+		case miss != "" && !sealedGaps[key]:
+			t.Errorf("%s at %g Hz: %s", r.Shape, r.Hz, miss)
+		case miss == "" && sealedGaps[key]:
+			t.Errorf("%s at %g Hz meets the bar: drop it from sealedGaps and from docs/predictor-results.md", r.Shape, r.Hz)
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package predictor
+
+import "math"
+
+// stairs reads the peak series as a run of rises (steps of a staircase, or
+// the quanta of a ramp) and asks issue 29's question directly: at the run's
+// own steady rate, does the container run out soon, sooner than an eviction
+// needs? It complements the binned windows, whose gates wait for 24 s of
+// history and for rises in every quarter of a window, which sees a KV cache
+// growing in steps, or fast growth after a load, only at its OOM.
+//
+//   - A rise is the peak climbing stairsQuantum of capacity above the level
+//     of the last rise: a step, or a slice of a ramp. Its gap is the time
+//     since the last rise.
+//   - A run is a sequence of rises of similar size. A rise over
+//     stairsBreakSize times its mean step (one step: a cache reserved at
+//     once) starts a new run with that rise alone. So does, in the run that
+//     starts with the container, a gap over stairsBreakGap times the run's
+//     mean gap and at least stairsPause (a pause: the end of a load). Later
+//     runs keep their long gaps, which lower their rate.
+//   - The run that starts with the container is its load or warm-up, and is
+//     never read as growth: only a run that starts after a pause (a long
+//     gap of at least stairsPause) can mark. A single step is never a
+//     trend: a run needs stairsMinGaps gaps over stairsMinSpan.
+//   - When the shim counts the driver's allocation calls, a run whose rises
+//     took BulkBytes or more per call is a load (weights copied tensor by
+//     tensor), never growth. Without the shim it cannot be told apart.
+//   - The rate is the run's last stairsRing rises over the time from the
+//     oldest to now, so it falls while no step comes: a run that has stopped
+//     (no rise for stairsBreakGap mean gaps) never marks.
+//   - A run whose usage fell back below the level it started from gave back
+//     what it rose (a sawtooth's tops, bursts freed): never growth.
+//   - With a horizon, a young run counts from the end of the load before
+//     its pause (anchor), the pause as one more gap.
+//   - The rate's uncertainty comes from how regular the gaps are (their
+//     coefficient of variation cv over m gaps): the fast bound is
+//     rate·(1+stairsZ·cv/√m). Without a horizon, migpro marks when the time
+//     to OOM at the fast bound is under NearTime (and the eviction time). A
+//     warm-up staircase that stops under capacity is far from its OOM when it
+//     stops; steady growth reaches NearTime before its OOM.
+//   - With a horizon, it marks when the slow bound rate·(1−stairsZ·cv/√m),
+//     but never under half the rate, carries the peak past capacity before
+//     the horizon.
+//
+// It runs only on series in seconds (EvictionTime set, as ForSeconds does).
+// Its cost is O(1) per sample, O(stairsRing) on a sample that could mark.
+type stairs struct {
+	level    float64 // the peak at the last rise
+	started  bool
+	eligible bool // the run started after a pause or a jump, not with the container
+	ring     [stairsRing]rise
+	head, n  int // next slot; rises held (≤ stairsRing)
+	lastT    float64
+	start    float64 // the time of the run's first rise
+	// anchor is the last rise before the pause that made the run eligible
+	// (the end of the load): with a horizon, the pause counts as one gap.
+	anchor   rise
+	anchored bool
+	low      float64 // the lowest usage since the run's first rise
+	base     float64 // the peak before the run's first rise
+	tol      float64 // half a quantum, in bytes
+	gapSum   float64 // sum of the gaps between the held rises
+	gapSqSum float64
+	stepSum  float64 // sum of the steps of the held rises but the oldest
+}
+
+// rise is one rise: its time, the peak after it, the gap and step before
+// it, and the driver allocation calls so far (0: unknown).
+type rise struct{ t, y, gap, step, allocs float64 }
+
+const (
+	stairsRing      = 8
+	stairsQuantum   = 0.02
+	stairsBreakGap  = 2.5
+	stairsBreakSize = 4
+	stairsMinGaps   = 4
+	// stairsHorizonGaps is the run's length with a horizon, where the slow
+	// bound must still carry the peak past capacity before the known end.
+	stairsHorizonGaps = 3
+	// stairsHalf: with a horizon, a run is trusted to keep at least half its
+	// rate however irregular its gaps (bursts of requests climb in clusters):
+	// it marks when half the rate still reaches capacity by the horizon.
+	stairsHalf = 0.5
+	stairsZ    = 1.5
+	// stairsPause is the shortest pause, in seconds, after which a run can
+	// be growth: a load's tensor-sized chunks leave irregular gaps of a
+	// second or so, which must not split it into runs that could mark.
+	stairsPause = 2
+	// stairsMinSpan is the shortest run, in seconds, that can mark: a burst
+	// of rises within a second or two is one step, not a rate.
+	stairsMinSpan = 4
+)
+
+// observe updates the runs with the peak at t; capacity sets the quantum.
+func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
+	s.low = min(s.low, used)
+	if !s.started {
+		s.started, s.level, s.tol = true, peak, stairsQuantum*capacity/2
+		return
+	}
+	if peak < s.level+stairsQuantum*capacity {
+		return
+	}
+	gap, step := t-s.lastT, peak-s.level
+	s.level = peak
+	if s.n == 0 {
+		// The first rise: the hold before it is the process starting.
+		s.reset(rise{t, peak, 0, step, allocs}, false)
+		return
+	}
+	if s.n >= 2 {
+		m := float64(s.n - 1)
+		long := !s.eligible && gap > stairsBreakGap*s.gapSum/m && gap >= stairsPause
+		if long || step > stairsBreakSize*max(s.stepSum/m, stairsQuantum*capacity) {
+			prev := s.ring[(s.head+stairsRing-1)%stairsRing]
+			s.reset(rise{t, peak, gap, step, allocs}, long || s.eligible)
+			s.anchor, s.anchored = prev, long
+			return
+		}
+	}
+	if s.n == stairsRing {
+		// Drop the oldest: its successor's gap and step leave the sums.
+		next := s.ring[(s.head+1)%stairsRing]
+		s.gapSum -= next.gap
+		s.gapSqSum -= next.gap * next.gap
+		s.stepSum -= next.step
+	} else {
+		s.n++
+	}
+	if s.n > 1 {
+		s.gapSum += gap
+		s.gapSqSum += gap * gap
+		s.stepSum += step
+	}
+	s.ring[s.head] = rise{t, peak, gap, step, allocs}
+	s.head = (s.head + 1) % stairsRing
+	s.lastT = t
+}
+
+// reset starts a run with one rise.
+func (s *stairs) reset(r rise, eligible bool) {
+	s.ring[0] = r
+	s.head, s.n = 1, 1
+	s.gapSum, s.gapSqSum, s.stepSum = 0, 0, 0
+	s.lastT, s.start, s.eligible, s.anchored = r.t, r.t, eligible, false
+	s.low, s.base = r.y, r.y-r.step
+}
+
+// rate is the run's rate up to now, with its relative uncertainty; false
+// when the run cannot mark (not eligible, too short, or stopped). With a
+// horizon (fromPause), a run whose oldest rise is still its first counts
+// from the end of the load before its pause, the pause as one more gap.
+func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel float64, ok bool) {
+	oldest := s.ring[s.head%stairsRing]
+	if s.n < stairsRing {
+		oldest = s.ring[0]
+	}
+	gaps, gapSum, gapSqSum := s.n-1, s.gapSum, s.gapSqSum
+	if fromPause && s.anchored && s.n < stairsRing {
+		g := s.ring[0].gap
+		gaps, gapSum, gapSqSum = gaps+1, gapSum+g, gapSqSum+g*g
+		oldest = s.anchor
+	}
+	if !s.eligible || gaps < minGaps || gaps < 1 || now-s.start < stairsMinSpan {
+		return 0, 0, false
+	}
+	if s.low < s.base-s.tol {
+		// The run gave back what it rose: the peaks of a sawtooth or of
+		// bursts, not growth, which keeps what it takes.
+		return 0, 0, false
+	}
+	m := float64(gaps)
+	mean := gapSum / m
+	if now-s.lastT > stairsBreakGap*mean {
+		return 0, 0, false
+	}
+	newest := s.ring[(s.head+stairsRing-1)%stairsRing]
+	dt := now - oldest.t
+	if dt <= 0 || mean <= 0 {
+		return 0, 0, false
+	}
+	if calls := newest.allocs - oldest.allocs; newest.allocs > 0 && calls > 0 && (newest.y-oldest.y)/calls >= bulk {
+		return 0, 0, false // the shim saw tensor-sized calls: a load
+	}
+	r = (newest.y - oldest.y) / dt
+	v := max(0, gapSqSum/m-mean*mean)
+	return r, math.Sqrt(v) / mean / math.Sqrt(m), true
+}
+
+// check is the stairs' verdict at now.
+func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
+	h := p.cfg.Horizon
+	minGaps := stairsMinGaps
+	if h > now {
+		minGaps = stairsHorizonGaps
+	}
+	r, rel, ok := s.rate(now, p.cfg.BulkBytes, minGaps, h > now)
+	if !ok || r <= 0 {
+		return verdict{}, false
+	}
+	capacity := float64(p.cfg.Capacity)
+	left := capacity - p.peak
+	if h > now {
+		slow := r * max(1-stairsZ*rel, stairsHalf)
+		if slow <= 0 || p.peak+slow*(h-now) <= capacity {
+			return verdict{}, false
+		}
+		return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
+	}
+	tto := left / (r * (1 + stairsZ*rel))
+	near := p.cfg.NearTime
+	if p.cfg.EvictionTime > 0 {
+		near = min(near, p.cfg.EvictionTime)
+	}
+	if tto > near {
+		return verdict{}, false
+	}
+	return verdict{
+		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
+	}, true
+}

@@ -1,0 +1,244 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Issue 28's targets: per configuration, summed over seeds, the agent's
+// policy against what users run instead. BenchmarkTargets and
+// `migpro-lab replay --targets` both compute them here, so the benchmark's
+// metrics and the command's table are the same figures.
+
+// TargetBaselines are the policies the agent's policy is measured against.
+var TargetBaselines = []string{"first-fit", "nvidia-dra", "hami", "static"}
+
+// TargetSizes are the request sizes whose p95 start time is a target.
+var TargetSizes = []string{"4g", "7g"}
+
+// TargetConfig is one configuration: a node and a way to draw its jobs.
+type TargetConfig struct {
+	Name, Node string
+	GPUs       int
+	Jobs       func(m *Model, seed uint64) ([]Job, error)
+}
+
+// TargetConfigs are the configurations: both OpenB pod lists (8× A100 at
+// load 0.9, windows of 600 GPU pods) when openbDir names their folder, and
+// generated online streams of 600 jobs at loads 0.8 and 0.9 on 1-8 A100s,
+// 4 H100s and two mixed nodes.
+func TargetConfigs(openbDir string) []TargetConfig {
+	var confs []TargetConfig
+	if openbDir != "" {
+		for _, f := range []string{"openb_pod_list_default.csv", "openb_pod_list_gpushare20.csv"} {
+			path := filepath.Join(openbDir, f)
+			confs = append(confs, TargetConfig{"openb/" + f, "a100-40gb", 8, func(m *Model, seed uint64) ([]Job, error) {
+				fh, err := os.Open(path) //nolint:gosec // the user names the trace folder
+				if err != nil {
+					return nil, err
+				}
+				defer fh.Close()
+				jobs, _, err := ReadJobs(fh, m, MixSpec{Jobs: 600, Seed: seed, Load: 0.9, GPUs: 8})
+				return jobs, err
+			}})
+		}
+	}
+	online := func(gpus int, load float64) func(m *Model, seed uint64) ([]Job, error) {
+		return func(m *Model, seed uint64) ([]Job, error) {
+			return Generate(MixSpec{Name: "online", Jobs: 600, Seed: seed, Load: load, GPUs: gpus}, m)
+		}
+	}
+	for _, c := range []struct {
+		node string
+		gpus int
+	}{{"a100-40gb", 1}, {"a100-40gb", 2}, {"a100-40gb", 4}, {"a100-40gb", 8}, {"h100-80gb", 4}, {"a100-40gb:2,h100-80gb:1", 3}, {"a100-40gb:4,h100-80gb:4", 8}} {
+		for _, load := range []float64{0.8, 0.9} {
+			confs = append(confs, TargetConfig{fmt.Sprintf("online/%s/%dgpu/load%.1f", c.node, c.gpus, load), c.node, c.gpus, online(c.gpus, load)})
+		}
+	}
+	return confs
+}
+
+// TargetSeeds reads a seed set: "tune" or "" (1-3, for tuning), "held" (4-6,
+// kept apart from tuning) or a comma-separated list.
+func TargetSeeds(list string) ([]uint64, error) {
+	switch list {
+	case "", "tune":
+		return []uint64{1, 2, 3}, nil
+	case "held":
+		return []uint64{4, 5, 6}, nil
+	}
+	var seeds []uint64
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("seeds %q: want tune, held or a list such as 1,2,3: %w", list, err)
+		}
+		seeds = append(seeds, n)
+	}
+	return seeds, nil
+}
+
+// TargetRow is one configuration's figures, summed over the seeds.
+type TargetRow struct {
+	Config string
+	// JCT is each baseline's summed mean JCT over the policy's (above 1:
+	// the policy is better).
+	JCT map[string]float64
+	// Steps is NVML steps per job: the policy's and nvidia-dra's.
+	Steps, DRASteps float64
+	// Frag is fragmentation waits: the policy's and first-fit's.
+	Frag, FirstFitFrag int
+	// P95 is, per size in TargetSizes that the stream asks for, the
+	// policy's summed p95 arrival-to-start over the best baseline's, and
+	// P95Best names that baseline.
+	P95     map[string]float64
+	P95Best map[string]string
+}
+
+// JCTMet reports whether the policy's mean JCT is within 1% of every
+// baseline's or better.
+func (r TargetRow) JCTMet() bool {
+	for _, v := range r.JCT {
+		if v < 0.99 {
+			return false
+		}
+	}
+	return true
+}
+
+// P95Met reports whether the p95 start of every target size is no worse
+// than the best baseline's.
+func (r TargetRow) P95Met() bool {
+	for _, v := range r.P95 {
+		if v > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// Targets replays one configuration under the policy and every baseline for
+// each seed and sums the figures.
+func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
+	m, err := LoadModel(c.Node)
+	if err != nil {
+		return TargetRow{}, err
+	}
+	gpus := c.GPUs
+	if m.GPUsPerNode() > 0 {
+		gpus = m.GPUsPerNode()
+	}
+	strategies := []Strategy{pol}
+	for _, name := range TargetBaselines {
+		ps, err := ParsePolicies(name)
+		if err != nil {
+			return TargetRow{}, err
+		}
+		strategies = append(strategies, ps[0])
+	}
+	jct := make([]float64, len(strategies))
+	steps, runs, frag := make([]int, len(strategies)), make([]int, len(strategies)), make([]int, len(strategies))
+	p95 := make([]map[string]float64, len(strategies))
+	for i := range p95 {
+		p95[i] = map[string]float64{}
+	}
+	for _, seed := range seeds {
+		jobs, err := c.Jobs(m, seed)
+		if err != nil {
+			return TargetRow{}, fmt.Errorf("%s seed %d: %w", c.Name, seed, err)
+		}
+		for i, s := range strategies {
+			r, err := Run(jobs, Config{Model: c.Node, Nodes: 1, GPUsPerNode: gpus, Seed: int64(seed)}, s)
+			if err != nil {
+				return TargetRow{}, fmt.Errorf("%s seed %d: %s: %w", c.Name, seed, s.Name, err)
+			}
+			jct[i] += r.MeanJCT
+			steps[i] += r.Reconfigs
+			runs[i] += len(r.Runs)
+			frag[i] += r.Fragmented
+			for _, size := range TargetSizes {
+				if w, ok := r.StartWait(size); ok {
+					p95[i][size] += w.P95
+				}
+			}
+		}
+	}
+	row := TargetRow{Config: c.Name, JCT: map[string]float64{}, P95: map[string]float64{}, P95Best: map[string]string{}, Frag: frag[0]}
+	for i, name := range TargetBaselines {
+		row.JCT[name] = jct[i+1] / jct[0]
+		switch name {
+		case "nvidia-dra":
+			row.DRASteps = float64(steps[i+1]) / float64(runs[i+1])
+		case "first-fit":
+			row.FirstFitFrag = frag[i+1]
+		}
+	}
+	row.Steps = float64(steps[0]) / float64(runs[0])
+	for _, size := range TargetSizes {
+		best, by := -1.0, ""
+		for i := 1; i < len(strategies); i++ {
+			if v := p95[i][size]; v > 0 && (best < 0 || v < best) {
+				best, by = v, strategies[i].Name
+			}
+		}
+		if best > 0 {
+			row.P95[size], row.P95Best[size] = p95[0][size]/best, by
+		}
+	}
+	return row, nil
+}
+
+// WriteTargets prints the rows as the table of docs/replay.md, then how
+// many configurations meet each target.
+func WriteTargets(w io.Writer, policy string, rows []TargetRow) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| configuration | %s | steps/job %s (nvidia-dra) | frag waits %s (first-fit) | p95 start %s: %s ÷ best baseline (which) |\n",
+		strings.Join(TargetBaselines, " | "), policy, policy, strings.Join(TargetSizes, ", "), policy)
+	fmt.Fprintf(&b, "|---|%s---|---|---|\n", strings.Repeat("---|", len(TargetBaselines)))
+	var jctMet, fragMet, p95Met int
+	var steps, dra float64
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s |", r.Config)
+		for _, name := range TargetBaselines {
+			if v := r.JCT[name]; v < 0.99 {
+				fmt.Fprintf(&b, " **%.3f** |", v)
+			} else {
+				fmt.Fprintf(&b, " %.3f |", v)
+			}
+		}
+		fmt.Fprintf(&b, " %.2f (%.2f) | %d (%d) |", r.Steps, r.DRASteps, r.Frag, r.FirstFitFrag)
+		var p []string
+		for _, size := range TargetSizes {
+			if v, ok := r.P95[size]; ok {
+				p = append(p, fmt.Sprintf("%.2f (%s)", v, r.P95Best[size]))
+			} else {
+				p = append(p, "-")
+			}
+		}
+		fmt.Fprintf(&b, " %s |\n", strings.Join(p, ", "))
+		if r.JCTMet() {
+			jctMet++
+		}
+		if r.Frag <= r.FirstFitFrag {
+			fragMet++
+		}
+		if r.P95Met() {
+			p95Met++
+		}
+		steps += r.Steps
+		dra += r.DRASteps
+	}
+	n := len(rows)
+	if n > 0 {
+		fmt.Fprintf(&b, "\nmean JCT within 1%% of every baseline or better: %d of %d; fragmentation waits at most first-fit's: %d of %d; "+
+			"p95 start of %s no worse than the best baseline's: %d of %d; NVML steps per job %.2f against nvidia-dra's %.2f (mean over the configurations)\n",
+			jctMet, n, fragMet, n, strings.Join(TargetSizes, " and "), p95Met, n, steps/float64(n), dra/float64(n))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
