@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	specs "tags.cncf.io/container-device-interface/specs-go"
@@ -29,8 +30,16 @@ func (a *Agent) cdiOptions() ([]cdi.Option, error) {
 			// the instance: leave telemetry out, loudly.
 			a.log.WithError(err).Error("telemetry shim unusable: CDI specs carry no telemetry hook or shim; containers run without telemetry")
 		} else {
-			e := hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath, AgentSocket: a.cfg.Socket, LogFile: a.cfg.HookLog})
-			opts = append(opts, cdi.WithExtraEdits(toCDIEdits(e)))
+			// Each spec's hook names its instance: the container is
+			// registered with the instances its specs gave it.
+			opts = append(opts, cdi.WithInstanceEdits(func(i cdi.Instance) specs.ContainerEdits {
+				uuid := i.UUID
+				if !strings.HasPrefix(uuid, "MIG-") {
+					uuid = "MIG-" + uuid // as the spec's env names it
+				}
+				return toCDIEdits(hook.CDIEdits(hook.EditsConfig{HookPath: a.cfg.HookPath, ShimPath: a.cfg.ShimPath,
+					AgentSocket: a.cfg.Socket, LogFile: a.cfg.HookLog, Instance: uuid}))
+			}))
 		}
 	}
 	d, err := a.cdiDriver()

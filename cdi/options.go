@@ -22,6 +22,7 @@ type config struct {
 	dir    string
 	kind   string
 	extra  specs.ContainerEdits
+	each   func(Instance) specs.ContainerEdits
 	driver Driver
 	fsync  bool
 	log    logrus.FieldLogger
@@ -39,6 +40,15 @@ func WithKind(kind string) Option { return func(c *config) { c.kind = kind } }
 // mount and env here. The edits are copied.
 func WithExtraEdits(e specs.ContainerEdits) Option {
 	return func(c *config) { c.extra = appendEdits(c.extra, e) }
+}
+
+// WithInstanceEdits adds the edits fn makes for each instance to that
+// instance's device, after the extra edits. The agent passes the telemetry
+// hook here: its arguments name the instance the spec injects, so the hook
+// registers the container with the instances its specs gave it and nothing
+// the container itself names.
+func WithInstanceEdits(fn func(Instance) specs.ContainerEdits) Option {
+	return func(c *config) { c.each = fn }
 }
 
 // WithDriver composes every spec with the driver's edits: its common edits

@@ -31,6 +31,7 @@ type Writer struct {
 	kind          string
 	vendor, class string
 	extra         specs.ContainerEdits
+	each          func(Instance) specs.ContainerEdits // nil: none
 	driver        Driver
 	common        specs.ContainerEdits // the driver's, cleaned; empty without one
 	fsync         bool
@@ -68,7 +69,7 @@ func NewWriter(opts ...Option) (*Writer, error) {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cdi: create spec directory: %w", err)
 	}
-	w := &Writer{dir: c.dir, kind: c.kind, vendor: vendor, class: class, extra: c.extra, fsync: c.fsync,
+	w := &Writer{dir: c.dir, kind: c.kind, vendor: vendor, class: class, extra: c.extra, each: c.each, fsync: c.fsync,
 		driver: c.driver, log: c.log.WithField("component", "cdi")}
 	if c.driver != nil {
 		common, err := commonEdits(c.driver)
@@ -168,13 +169,14 @@ func (w *Writer) build(i Instance, paths gpu.DriverPaths) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	edits := appendEdits(dev, w.extra)
+	if w.each != nil {
+		edits = appendEdits(edits, w.each(i))
+	}
 	spec := &specs.Spec{
 		Kind:           w.kind,
 		ContainerEdits: cloneEdits(w.common),
-		Devices: []specs.Device{{
-			Name:           name,
-			ContainerEdits: appendEdits(dev, w.extra),
-		}},
+		Devices:        []specs.Device{{Name: name, ContainerEdits: edits}},
 	}
 	// There is no default version: set the lowest one the content needs.
 	if spec.Version, err = specs.MinimumRequiredVersion(spec); err != nil {

@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
@@ -57,6 +59,9 @@ type Driver struct {
 	gpus     []gpuInfo
 	byName   map[string]placement
 
+	metrics  *metrics
+	registry prometheus.Registerer
+
 	mu        sync.Mutex
 	helper    *kubeletplugin.Helper
 	last      []resourceslice.Slice
@@ -74,6 +79,10 @@ func WithLogger(l logrus.FieldLogger) Option { return func(d *Driver) { d.log = 
 // plugins_registry/ and plugins/ (default /var/lib/kubelet).
 func WithKubeletRoot(dir string) Option { return func(d *Driver) { d.root = dir } }
 
+// WithRegistry registers the driver's metrics in r (Link passes the
+// agent's registry).
+func WithRegistry(r prometheus.Registerer) Option { return func(d *Driver) { d.registry = r } }
+
 // New builds the driver for a node from the agent's GPUs. kube must reach
 // the API server; nodeName is the node's name there.
 func New(b Backend, kube kubernetes.Interface, nodeName string, opts ...Option) (*Driver, error) {
@@ -86,6 +95,12 @@ func New(b Backend, kube kubernetes.Interface, nodeName string, opts ...Option) 
 	}
 	if d.log == nil {
 		return nil, errors.New("DRA driver: no logger (WithLogger)")
+	}
+	d.metrics = newMetrics()
+	if d.registry != nil {
+		if err := d.metrics.register(d.registry); err != nil {
+			return nil, fmt.Errorf("DRA driver: metrics: %w", err)
+		}
 	}
 	part := b.Partitioner()
 	for _, g := range part.GPUs() {
@@ -168,12 +183,6 @@ func (d *Driver) Run(ctx context.Context) error {
 	// the demand mix, which decays with time).
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
-	// Each change is published at once and read again shortly after: a
-	// change signalled while its effects were still landing (seen under
-	// load) would otherwise wait for the periodic republish.
-	settle := time.NewTimer(time.Hour)
-	settle.Stop()
-	defer settle.Stop()
 	for {
 		if err := d.Republish(ctx); err != nil {
 			d.log.WithError(err).Warn("DRA driver: publish ResourceSlices")
@@ -182,8 +191,6 @@ func (d *Driver) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-changes:
-			settle.Reset(250 * time.Millisecond)
-		case <-settle.C:
 		case <-tick.C:
 		}
 	}
@@ -202,8 +209,25 @@ func (d *Driver) Republish(ctx context.Context) error {
 	if err == nil {
 		d.last = slices
 		d.publishes.Add(1)
+		n, devices := d.specBytes(slices)
+		d.metrics.publishes.Inc()
+		d.metrics.publishBytes.Add(float64(n))
+		d.log.WithFields(logrus.Fields{"slices": len(slices), "devices": devices, "bytes": n}).Debug("DRA: published ResourceSlices")
 	}
 	return err
+}
+
+// specBytes is the size of the pool's slices as the API server stores
+// them (protobuf specs), and the number of devices in them.
+func (d *Driver) specBytes(slices []resourceslice.Slice) (n, devices int) {
+	for _, s := range slices {
+		spec := resourceapi.ResourceSliceSpec{Driver: DriverName, NodeName: &d.nodeName,
+			Pool:    resourceapi.ResourcePool{Name: d.nodeName, ResourceSliceCount: int64(len(slices))},
+			Devices: s.Devices, SharedCounters: s.SharedCounters}
+		n += spec.Size()
+		devices += len(s.Devices)
+	}
+	return n, devices
 }
 
 // Slices is what the node offers now, in preference order.

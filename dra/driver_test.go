@@ -63,15 +63,25 @@ func newEnv(t testing.TB, spec string) *env {
 	}
 	t.Cleanup(func() { node.Close() })
 	cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
-	// The API server names objects created with generateName; the fake
-	// does not.
-	n := 0
-	cs.PrependReactor("create", "resourceslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		o := a.(k8stesting.CreateAction).GetObject().(*resourceapi.ResourceSlice)
+	// The API server names objects created with generateName and gives
+	// every write a new resourceVersion; the fake does neither. Without
+	// versions the slice controller cannot tell its own last write from the
+	// older copy its informer still holds: a write that restores what that
+	// copy shows (an unprepare right after a prepare) looks done, and the
+	// pool is fixed only at the informer's 30 s resync.
+	var n, rv int
+	cs.PrependReactor("*", "resourceslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		w, ok := a.(interface{ GetObject() runtime.Object })
+		if !ok || (a.GetVerb() != "create" && a.GetVerb() != "update") {
+			return false, nil, nil
+		}
+		o := w.GetObject().(*resourceapi.ResourceSlice)
 		if o.Name == "" {
 			n++
 			o.Name = o.GenerateName + strconv.Itoa(n)
 		}
+		rv++
+		o.ResourceVersion = strconv.Itoa(rv)
 		return false, nil, nil
 	})
 	cs.Resources = []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "resourceslices"}, {Name: "resourceclaims"}}}}
@@ -134,16 +144,21 @@ func (e *env) open(opts ...agent.Option) *agent.Agent {
 	return a
 }
 
-// sliceWrites counts the ResourceSlice creates and updates the fake API
-// server took.
-func (e *env) sliceWrites() int {
-	n := 0
+// sliceWriteBytes counts the ResourceSlice creates and updates the fake
+// API server took and the bytes (protobuf) of the objects written.
+func (e *env) sliceWriteBytes() (n, size int) {
 	for _, a := range e.cs.Actions() {
-		if a.GetResource().Resource == "resourceslices" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
-			n++
+		if a.GetResource().Resource != "resourceslices" || (a.GetVerb() != "create" && a.GetVerb() != "update") {
+			continue
+		}
+		n++
+		if w, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if o, ok := w.GetObject().(*resourceapi.ResourceSlice); ok {
+				size += o.Size()
+			}
 		}
 	}
-	return n
+	return n, size
 }
 
 func waitFor(t testing.TB, what string, cond func() bool) {

@@ -52,7 +52,7 @@ func Link(inner agent.ClusterFunc, opts ...Option) agent.ClusterFunc {
 				return nil, fmt.Errorf("DRA driver: API client: %w", err)
 			}
 		}
-		d, err := New(a, kube, a.Config().NodeName, append([]Option{WithLogger(a.Logger())}, opts...)...)
+		d, err := New(a, kube, a.Config().NodeName, append([]Option{WithLogger(a.Logger()), WithRegistry(a.Registry())}, opts...)...)
 		if err != nil {
 			return nil, err
 		}

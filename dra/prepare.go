@@ -41,7 +41,9 @@ func (d *Driver) prepare(ctx context.Context, c *resourceapi.ResourceClaim) kube
 		if !ok {
 			return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: no device %s on this node", c.Namespace, c.Name, r.Device)}
 		}
-		in, cdiName, err := d.b.PrepareAt(ctx, p.profile.Name, p.pin(), owner(string(c.UID), r.Device))
+		who := owner(string(c.UID), r.Device)
+		first, preferred, pref := d.preferred(who, p)
+		in, cdiName, err := d.b.PrepareAt(ctx, p.profile.Name, p.pin(), who)
 		if errors.Is(err, partitioner.ErrMustWait) {
 			err = fmt.Errorf("%w (the slice the scheduler read was stale: another holder took the space; the kubelet retries once it is released)", err)
 		}
@@ -51,10 +53,40 @@ func (d *Driver) prepare(ctx context.Context, c *resourceapi.ResourceClaim) kube
 		if cdiName == "" {
 			return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: instance %s has no CDI spec", c.Namespace, c.Name, in.UUID)}
 		}
-		d.log.WithFields(logrus.Fields{"claim": c.Namespace + "/" + c.Name, "device": r.Device, "uuid": in.UUID}).Info("DRA: prepared")
+		log := d.log.WithFields(logrus.Fields{"claim": c.Namespace + "/" + c.Name, "device": r.Device, "uuid": in.UUID})
+		if first {
+			d.metrics.prepared.Inc()
+			log = log.WithField("preferred", preferred)
+			if !preferred {
+				d.metrics.notPreferred.Inc()
+				log.WithField("migpro_preference", pref).Info("DRA: the scheduler allocated a placement other than migpro's preference (a stale slice); the instance is made where it allocated")
+			}
+		}
+		log.Info("DRA: prepared")
 		res.Devices = append(res.Devices, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: []string{cdiName}})
 	}
 	return res
+}
+
+// preferred reports, before a device is prepared for holder, whether this
+// is its first Prepare (a repeated one is not judged again), and whether
+// the allocated placement is migpro's first preference for the profile at
+// this moment: the instance the partitioner would reuse or the placement it
+// would create for the profile's next request, which is what the first
+// published device of the profile offers once the slices are current. pref
+// names that preference ("none": the partitioner would wait).
+func (d *Driver) preferred(holder string, p placement) (first, preferred bool, pref string) {
+	part := d.b.Partitioner()
+	for _, in := range part.Instances() {
+		if in.Owner == holder {
+			return false, false, ""
+		}
+	}
+	pin, ok := chosenPin(state{best: part.Plan}, p.profile.Name)
+	if !ok {
+		return true, false, "none"
+	}
+	return true, pin == p.pin(), deviceName(pin.GPU, p.profile.Name, pin.Start)
 }
 
 // UnprepareResourceClaims returns each claim's instances to the idle pool.

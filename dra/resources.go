@@ -193,7 +193,8 @@ type ranked struct {
 }
 
 // ordered lists the devices not blocked by instances held outside DRA, in
-// migpro's preference order: profiles smallest first, so a claim by memory
+// migpro's preference order: profiles smallest first (profileRanks: by
+// memory, then slices), so a claim by memory
 // gets the smallest profile that holds it; within a profile, first the
 // placement the partitioner itself would choose for the profile's next
 // request (Partitioner.Plan), so the scheduler's first fit is migpro's
@@ -202,16 +203,17 @@ type ranked struct {
 // first), the lower GPU, then the higher slot, as the reachability policy
 // breaks ties.
 func ordered(st state, blocked map[int][]gpu.Placement) []resourceapi.Device {
-	profileAt := map[string]int{}
+	profileAt := profileRanks(st.gpus)
 	choice := map[string]partitioner.Pin{}
+	chose := map[string]bool{}
 	var list []ranked
 	for _, p := range placements(st.gpus) {
 		if overlapsAny(p.at, blocked[p.gpu]) {
 			continue
 		}
 		name := p.profile.Name
-		if _, ok := profileAt[name]; !ok {
-			profileAt[name] = profileRank(st.gpus, p.profile)
+		if !chose[name] {
+			chose[name] = true
 			if pin, ok := chosenPin(st, name); ok {
 				choice[name] = pin
 			}
@@ -280,9 +282,13 @@ func chosenPin(st state, profile string) (partitioner.Pin, bool) {
 	return partitioner.Pin{GPU: last.GPU, Start: last.Placement.Start}, true
 }
 
-// profileRank orders profiles by slices, then memory, then name: the
-// smallest instance that holds a request comes first.
-func profileRank(gpus []gpuInfo, p gpu.Profile) int {
+// profileRanks numbers every profile of the node, smallest first: by
+// memory, then compute slices, then name. Memory leads because it is what a
+// claim by capacity selects on ("at least 9Gi"): the first fit is then the
+// profile with the least memory that holds the request, and among profiles
+// of equal memory the one with the fewest slices. It is computed once per
+// build.
+func profileRanks(gpus []gpuInfo) map[string]int {
 	var all []gpu.Profile
 	seen := map[string]bool{}
 	for _, g := range gpus {
@@ -303,12 +309,11 @@ func profileRank(gpus []gpuInfo, p gpu.Profile) int {
 		}
 		return a.Name < b.Name
 	})
+	out := make(map[string]int, len(all))
 	for i, pr := range all {
-		if pr.Name == p.Name {
-			return i
-		}
+		out[pr.Name] = i
 	}
-	return len(all)
+	return out
 }
 
 func overlapsAny(p gpu.Placement, list []gpu.Placement) bool {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/telemetry/telemetryapi"
 )
 
 // A glibc image with libc and nothing else (no libdl.so.2) runs its dynamic
@@ -90,5 +92,59 @@ func TestSecurityHookPlantedFIFO(t *testing.T) {
 	if fd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
 		<-opened
 		unix.Close(fd)
+	}
+}
+
+// A container given one instance by its CDI device that names another
+// holder's instance (the migpro.dev/mig-uuids annotation, which CRI-O fills
+// from pod annotations) is registered with its own instance alone: the
+// agent's spec names the instance in the hook's arguments, and the hook
+// ignores what the container names, with one line in its log. Before, the
+// registration named both, so the container's telemetry and marks could be
+// tied to the other holder's instance. A container given two instances is
+// registered with both.
+func TestSecurityHookRegistersOnlyGivenInstances(t *testing.T) {
+	e := newHookEnv(t)
+	a := startAgent(t, "a100-40gb", "--hook", e.hookBin, "--shim", e.art.Shim, "--poll-every", "100ms")
+	mine := strings.TrimPrefix(a.mustMigctl(t, "alloc", "1g.5gb"), e2eKind+"=")
+	theirs := strings.TrimPrefix(a.mustMigctl(t, "alloc", "1g.5gb"), e2eKind+"=")
+	pm := harness.Podman(t)
+	run := func(flags []string) (telemetryapi.TopEntry, harness.Result) {
+		t.Helper()
+		done := make(chan harness.Result, 1)
+		go func() { done <- pm.RunRootfs(t, e.rootfs(t), flags, "/app/pattern", "alloc:1", "sleep:4000") }()
+		var entry telemetryapi.TopEntry
+		eventually(t, "the container registered", 60*time.Second, func() bool {
+			select {
+			case r := <-done:
+				t.Fatalf("container ended before it registered: %+v", r)
+			default:
+			}
+			for _, c := range a.top(t).Containers {
+				entry = c
+				return true
+			}
+			return false
+		})
+		return entry, <-done
+	}
+	flags := append(harness.DeviceFlags(e2eKind+"="+mine), "--annotation", "migpro.dev/mig-uuids="+theirs)
+	c, r := run(flags)
+	r.Must(t)
+	if len(c.MIGUUIDs) != 1 || c.MIGUUIDs[0] != mine {
+		t.Fatalf("container given %s and naming %s registered with %v, want only %s", mine, theirs, c.MIGUUIDs, mine)
+	}
+	log, _ := os.ReadFile(filepath.Join(a.Dir, "hook.log"))
+	if !strings.Contains(string(log), theirs) || !strings.Contains(string(log), "did not give it") {
+		t.Errorf("the hook's log does not name the ignored instance %s:\n%s", theirs, log)
+	}
+	waitDeregistered(t, a, c.ID)
+
+	c, r = run(harness.DeviceFlags(e2eKind+"="+mine, e2eKind+"="+theirs))
+	r.Must(t)
+	want := []string{mine, theirs}
+	slices.Sort(want)
+	if !slices.Equal(c.MIGUUIDs, want) {
+		t.Fatalf("container given two instances registered with %v, want %v", c.MIGUUIDs, want)
 	}
 }

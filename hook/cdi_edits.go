@@ -47,6 +47,10 @@ type Edits struct {
 	Hooks  []Hook
 }
 
+// FlagInstance names, in the hook's arguments, an instance the CDI spec
+// that runs the hook injects.
+const FlagInstance = "--instance"
+
 // Default host paths of the installed parts.
 const (
 	DefaultHookPath = "/usr/local/bin/migpro-hook"
@@ -67,6 +71,11 @@ type EditsConfig struct {
 	// (runtimes discard a successful hook's stderr, so a fail-open line
 	// would otherwise be lost).
 	LogFile string
+	// Instance, when set, is the MIG UUID of the instance whose spec these
+	// edits go into: the hooks get "--instance UUID", and the hook then
+	// registers the container with the instances its specs named, never
+	// with one the container names itself (its env or annotations).
+	Instance string
 }
 
 // CDIEdits returns the env, mounts and hooks for a CDI spec. The hook gets
@@ -88,6 +97,9 @@ func CDIEdits(c EditsConfig) Edits {
 	}
 	if c.LogFile != "" {
 		args = append(args, "--log-file", c.LogFile)
+	}
+	if c.Instance != "" {
+		args = append(args, FlagInstance, c.Instance)
 	}
 	env := []string{"MIGPRO_TELEMETRY_SOCKET=" + ContainerSocket}
 	if c.IntervalMs > 0 {

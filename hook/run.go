@@ -39,6 +39,13 @@ type Config struct {
 	// Stage is one of the Stage constants, or "" to infer it from the
 	// state's status ("stopped" means poststop).
 	Stage string
+	// Instances are the MIG UUIDs the CDI spec that runs this hook injects
+	// ("--instance", written by the agent). When set, the container is
+	// registered with these (and those the container's other migpro hooks
+	// name), never with one its env or annotations name. Empty (hooks.d
+	// without CDI): the env names the instances, as the runtime that gives
+	// the devices reads it too.
+	Instances []string
 	// Logf receives the hook's log lines; the runtime keeps its stderr.
 	Logf func(format string, args ...any)
 }
@@ -97,6 +104,9 @@ func Run(cfg Config, stdin io.Reader) (Result, error) {
 		return res, err
 	}
 	reg := Identify(st, bundle)
+	if len(cfg.Instances) > 0 {
+		reg.MIGUUIDs = cfg.given(st.ID, bundle, reg.MIGUUIDs)
+	}
 	if len(reg.MIGUUIDs) == 0 {
 		res.Skipped = "no MIG device"
 		return res, nil

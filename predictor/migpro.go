@@ -153,8 +153,10 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 		// Already at the limit: nothing to forecast, no reason to wait.
 		return m.decide(p, &m.sc[0], s.T, verdict{target: s.T, reason: ReasonOverCapacity})
 	}
-	if p.cfg.NearTime > 0 && !p.cfg.NoStairs && !p.cfg.NoTrendGate {
+	if p.cfg.NearTime > 0 && !p.cfg.NoTrendGate {
 		m.stairs.observe(s.T, float64(s.Used), p.peak, p.allocs, capacity)
+	}
+	if p.cfg.NearTime > 0 && !p.cfg.NoStairs && !p.cfg.NoTrendGate {
 		if v, hit := m.stairs.check(p, s.T); hit {
 			return m.decide(p, &m.sc[0], s.T, v)
 		}
@@ -216,6 +218,11 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{}, false
 	}
 	capacity := float64(p.cfg.Capacity)
+	// The load gate: NVML only, a window that holds the container's load
+	// reads the load as its trend (docs/predictor.md, "Load gate").
+	if p.cfg.NearTime > 0 && !p.cfg.NoLoadGate && m.back(0).allocs == 0 && m.stairs.holdsLoad(m.back(sc.held-1).t, now) {
+		return verdict{}, false
+	}
 	upper := func(t float64) float64 { return sc.fit.at(t) + p.cfg.Z*sc.fit.sigma() }
 	if h := p.cfg.Horizon; h > now {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity

@@ -41,6 +41,8 @@ import "math"
 //   - With a horizon, it marks when the slow bound rate·(1−stairsZ·cv/√m),
 //     but never under half the rate, carries the peak past capacity before
 //     the horizon.
+//   - Where the container's first run ends (loadEnd) also tells the windows
+//     which of them hold the load (holdsLoad): the load gate of migpro.check.
 //
 // It runs only on series in seconds (EvictionTime set, as ForSeconds does).
 // Its cost is O(1) per sample, O(stairsRing) on a sample that could mark.
@@ -62,6 +64,10 @@ type stairs struct {
 	gapSum   float64 // sum of the gaps between the held rises
 	gapSqSum float64
 	stepSum  float64 // sum of the steps of the held rises but the oldest
+	// loadEnd is the time of the last rise of the container's first run
+	// (its load), once a pause has ended it (loaded).
+	loadEnd float64
+	loaded  bool
 }
 
 // rise is one rise: its time, the peak after it, the gap and step before
@@ -113,6 +119,9 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 		long := !s.eligible && gap > stairsBreakGap*s.gapSum/m && gap >= stairsPause
 		if long || step > stairsBreakSize*max(s.stepSum/m, stairsQuantum*capacity) {
 			prev := s.ring[(s.head+stairsRing-1)%stairsRing]
+			if long && !s.loaded {
+				s.loaded, s.loadEnd = true, prev.t
+			}
 			s.reset(rise{t, peak, gap, step, allocs}, long || s.eligible)
 			s.anchor, s.anchored = prev, long
 			return
@@ -135,6 +144,24 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 	s.ring[s.head] = rise{t, peak, gap, step, allocs}
 	s.head = (s.head + 1) % stairsRing
 	s.lastT = t
+}
+
+// holdsLoad reports whether a window that starts at t and ends at now reads
+// the container's load as a trend. Once a pause has ended the load, a window
+// that starts before its end (loadEnd) does. While the load has not paused,
+// every window starts in it, and only a run that is still rising, steadily,
+// may be growth: a run of at least stairsMinGaps gaps over stairsMinSpan
+// whose last rise is no older than stairsBreakGap mean gaps. A load that
+// stopped, or a single step after it (vLLM's cache reserved at once), is not.
+func (s *stairs) holdsLoad(t, now float64) bool {
+	if s.loaded {
+		return t < s.loadEnd
+	}
+	gaps := s.n - 1
+	if gaps < stairsMinGaps || now-s.start < stairsMinSpan {
+		return true
+	}
+	return now-s.lastT > stairsBreakGap*s.gapSum/float64(gaps)
 }
 
 // reset starts a run with one rise.

@@ -140,6 +140,9 @@ type Config struct {
 	NearTime float64
 	// NoStairs drops the reading of runs of rises. For measuring it only.
 	NoStairs bool
+	// NoLoadGate lets a window that holds the container's load mark
+	// without a horizon and without the shim. For measuring it only.
+	NoLoadGate bool
 	// Persist is how many consecutive samples must agree before migpro marks;
 	// this is the hysteresis against one-sample flukes. Default 3.
 	Persist int

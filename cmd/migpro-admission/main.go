@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,7 +35,7 @@ func main() {
 // options are the command-line flags.
 type options struct {
 	listen, certFile, keyFile, kubeconfig, domain, level, format string
-	agentUser                                                    string
+	agentUser, clientCA                                          string
 }
 
 func newFlags(o *options) *flag.FlagSet {
@@ -46,6 +46,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
 	fs.StringVar(&o.domain, "domain", defaults.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&o.agentUser, "agent-user", readmit.DefaultAgentUser, "the node agent's user name, whose evictions /validate-eviction limits to its own node")
+	fs.StringVar(&o.clientCA, "client-ca", "", "PEM CAs whose client certificates may post admission reviews (the API server's); empty: any client may, and learns the answers")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.format, "log-format", "text", "log format: text or json")
 	return fs
@@ -88,13 +89,21 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	var cas *x509.CertPool
+	if o.clientCA != "" {
+		if cas, err = clientCAs(o.clientCA); err != nil {
+			return err
+		}
+	} else {
+		log.Warn("no --client-ca: any client that reaches the webhook may post reviews and read the answers (docs/security.md)")
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mutate", webhook)
-	mux.Handle("/validate-eviction", evictions)
-	mux.Handle("/validate-recommendation", recs)
+	mux.Handle("/mutate", requireClient(cas, webhook))
+	mux.Handle("/validate-eviction", requireClient(cas, evictions))
+	mux.Handle("/validate-recommendation", requireClient(cas, recs))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}}
+		TLSConfig: tlsConfig(certs.get, cas)}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.listen, err)

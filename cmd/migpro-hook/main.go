@@ -24,6 +24,13 @@ func run(args []string, stdin io.Reader, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Second, "bound on talking to the agent")
 	fs.BoolVar(&cfg.FailClosed, "fail-closed", false, "refuse to start the container when telemetry cannot be set up")
 	fs.StringVar(&cfg.ShimHostPath, "shim", "", "host path of libmigpro-shim.so to mount at "+hook.ContainerShim+" (hooks.d without CDI)")
+	fs.Func(strings.TrimPrefix(hook.FlagInstance, "--"), "a MIG UUID the CDI spec running this hook injects (repeatable; set by the agent's specs)", func(v string) error {
+		if !strings.HasPrefix(v, "MIG-") {
+			return fmt.Errorf("%q is not a MIG UUID", v)
+		}
+		cfg.Instances = append(cfg.Instances, v)
+		return nil
+	})
 	logFile := fs.String("log-file", "", "also append log lines to this file (runtimes drop a successful hook's stderr)")
 	if code, done := cli.ParseTo(fs, args, os.Stdout, stderr); done {
 		return code

@@ -41,6 +41,13 @@ type Cluster struct {
 // removes Dir. About 10 s.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return StartClusterWith(t)
+}
+
+// StartClusterWith is StartCluster with more kube-apiserver flags (after
+// the harness's own), such as an --admission-control-config-file.
+func StartClusterWith(t testing.TB, apiserverArgs ...string) *Cluster {
+	t.Helper()
 	RequireRoot(t)
 	start := time.Now()
 	etcd, apiserver := Bin(t, "etcd"), Bin(t, "kube-apiserver")
@@ -80,7 +87,7 @@ func StartCluster(t testing.TB) *Cluster {
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "e2e="+peerURL, "--unsafe-no-fsync", "--log-level", "warn")
-	cl.run(t, "kube-apiserver", apiserver, "--etcd-servers", etcdURL,
+	cl.run(t, "kube-apiserver", apiserver, append([]string{"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", ports[2],
 		"--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction",
 		"--allow-privileged=true", "--service-cluster-ip-range", "10.0.0.0/24",
@@ -92,7 +99,7 @@ func StartCluster(t testing.TB) *Cluster {
 		"--kubelet-client-certificate", kcCert, "--kubelet-client-key", kcKey,
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
-		"--service-account-issuer", "https://kubernetes.default.svc")
+		"--service-account-issuer", "https://kubernetes.default.svc"}, apiserverArgs...)...)
 	cl.Client = cl.Clientset(t, cl.Kubeconfig)
 	cl.waitReady(t)
 	cl.run(t, "kube-controller-manager", cm, "--kubeconfig", cmKubeconfig,

@@ -159,20 +159,25 @@ EXPORT void *dlsym(void *handle, const char *name)
 	 * ever stops emitting a jump here. */
 	if (handle == RTLD_NEXT || handle == RTLD_DEFAULT) {
 		/* "Is the driver loaded?" asked as dlsym(RTLD_DEFAULT, "cuMem...")
+		 * (or RTLD_NEXT from the program, which the preloaded shim follows)
 		 * would find the shim's own export in every process: for the names
 		 * it wraps, answer NULL while no real driver entry point exists. */
-		if (__builtin_expect(handle == RTLD_DEFAULT, 0)) {
-			int s = slot_by_name(name);
-			if (s >= 0 && shim_real((enum slot_id)s) == NULL)
-				return NULL;
-		}
+		int s = slot_by_name(name);
+		if (__builtin_expect(s >= 0, 0) && shim_real((enum slot_id)s) == NULL)
+			return NULL;
 		return d(handle, name);
 	}
 	void *r = d(handle, name);
 	if (r == NULL)
 		return r;
 	int s = slot_by_name(name);
-	return s < 0 ? r : adopt((enum slot_id)s, r);
+	if (s < 0)
+		return r;
+	/* A handle whose scope holds the shim (the program's own, from
+	 * dlopen(NULL)) finds the shim's export: that is no driver either. */
+	if (r == slot_wrapper[s] && shim_real((enum slot_id)s) == NULL)
+		return NULL;
+	return adopt((enum slot_id)s, r);
 }
 
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2ull
