@@ -27,6 +27,14 @@
 //     nvidia.com/mig-<new> with a JSON patch, annotating what it did
 //     (AnnotationReadmitted). Anything unexpected lets the pod through
 //     unchanged, with a warning.
+//   - The ClaimWebhook is the same for a pod whose GPU comes from a
+//     ResourceClaimTemplate (the DRA driver): on ResourceClaim CREATE it
+//     reads the claim's pod and its owner's Recommendation and moves the
+//     requests the marked container uses to the recommended profile (the
+//     profile selector on the DeviceClass of every migpro device),
+//     annotating the claim (AnnotationReadmitted). The Marker takes such a
+//     container's profile from its instance, since it asks for no MIG
+//     resource. See docs/dra.md, Readmission.
 //
 // The EvictionGuard, served next to the Webhook, is a validating admission
 // handler for pods/eviction: it lets the agent's identity evict only pods on

@@ -177,6 +177,12 @@ func (m *Marker) Handle(ctx context.Context, mk predictor.Mark) (Outcome, error)
 		out.Ignored = note
 		return out, nil
 	}
+	if note := fixedClaim(pod, mk.ContainerName); note != "" {
+		m.event(ctx, pod, corev1.EventTypeWarning, ReasonNotEvicted, msg+"; not evicted: "+note)
+		log.WithField("controller", out.Controller.String()).Warn("readmit: predicted out of memory; its claim would come back as it is, pod left running")
+		out.Ignored = note
+		return out, nil
+	}
 	if out.Controller.Kind == "Job" && out.Controller.APIVersion == "batch/v1" {
 		note, err := m.jobEvictionCost(ctx, pod, out.Controller)
 		if err != nil {
@@ -207,7 +213,9 @@ func (m *Marker) Handle(ctx context.Context, mk predictor.Mark) (Outcome, error)
 }
 
 // fromResource is the MIG resource the marked container asks for: the one
-// of the mark's profile, or the container's only MIG resource.
+// of the mark's profile, or the container's only MIG resource. A container
+// whose GPU comes from a ResourceClaim asks for no MIG resource: its
+// resource is the mark's instance profile (the device it runs on).
 func (m *Marker) fromResource(pod *corev1.Pod, mk predictor.Mark) (string, error) {
 	var c *corev1.Container
 	for i := range pod.Spec.Containers {
@@ -227,6 +235,11 @@ func (m *Marker) fromResource(pod *corev1.Pod, mk predictor.Mark) (string, error
 		}
 	}
 	sort.Strings(names)
+	if len(names) == 0 && len(c.Resources.Claims) > 0 && mk.InstanceProfile != "" {
+		// Its GPU comes from a ResourceClaim: the profile is the one of the
+		// instance it runs on, which the agent read from the device.
+		return defaults.ResourceName(m.domain, mk.InstanceProfile), nil
+	}
 	if mk.InstanceProfile != "" {
 		want := defaults.ResourceName(m.domain, mk.InstanceProfile)
 		if contains(names, want) {

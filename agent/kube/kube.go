@@ -64,7 +64,14 @@ type Option func(*options)
 type options struct {
 	clientset Client
 	runs      RunRecorder
+	dra       bool
 }
+
+// WithDRA says the agent also serves instances through its DRA driver: with
+// the device plugins off, readmission stays on (a claim's pod is readmitted
+// through its claim) while cluster demand, which advertises through the
+// device plugins, is off.
+func WithDRA() Option { return func(o *options) { o.dra = true } }
 
 // WithClientset uses cs instead of a client built from the agent's
 // kubeconfig or the pod's service account (for tests).
@@ -125,18 +132,24 @@ func newLink(ctx context.Context, a *agent.Agent, o options) (agent.Cluster, err
 	if err := (&link{a: a, log: log}).checkNode(ctx, cs); err != nil {
 		return nil, err
 	}
-	if cfg.PluginDir == "" {
+	var src *demand.Source
+	switch {
+	case cfg.PluginDir == "" && !o.dra:
 		log.Warn("device plugins are off, so instances made for pods could not be advertised: cluster demand and readmission are off")
 		return nil, nil
-	}
-	resources := map[corev1.ResourceName]string{}
-	for _, p := range a.Partitioner().Profiles() {
-		resources[corev1.ResourceName(defaults.ResourceName(cfg.Domain, p))] = p
-	}
-	src, err := demand.New(cs, cfg.NodeName, a.ClusterProvisioner(), demand.WithDomain(cfg.Domain),
-		demand.WithResources(resources), demand.WithLogger(a.Logger()), demand.WithResync(cfg.TrackEvery), demand.WithEvents(true))
-	if err != nil {
-		return nil, fmt.Errorf("cluster demand: %w", err)
+	case cfg.PluginDir == "":
+		log.Info("device plugins are off: cluster demand is off; the DRA driver serves pods, and readmission stays on")
+	default:
+		resources := map[corev1.ResourceName]string{}
+		for _, p := range a.Partitioner().Profiles() {
+			resources[corev1.ResourceName(defaults.ResourceName(cfg.Domain, p))] = p
+		}
+		var err error
+		src, err = demand.New(cs, cfg.NodeName, a.ClusterProvisioner(), demand.WithDomain(cfg.Domain),
+			demand.WithResources(resources), demand.WithLogger(a.Logger()), demand.WithResync(cfg.TrackEvery), demand.WithEvents(true))
+		if err != nil {
+			return nil, fmt.Errorf("cluster demand: %w", err)
+		}
 	}
 	mode, err := readmit.ParseMode(cfg.ReadmitMode)
 	if err != nil {
@@ -171,7 +184,7 @@ func newLink(ctx context.Context, a *agent.Agent, o options) (agent.Cluster, err
 	a.OnMark(l.queue)
 	a.OnFailOpen(l.queueFailOpen)
 	a.OnContainerEnd(l.queueEnd)
-	log.WithFields(logrus.Fields{"node": cfg.NodeName, "server": host, "readmit_mode": mode}).Info("cluster demand and readmission on")
+	log.WithFields(logrus.Fields{"node": cfg.NodeName, "server": host, "readmit_mode": mode, "cluster_demand": src != nil}).Info("cluster demand and readmission on")
 	return l, nil
 }
 
@@ -211,7 +224,9 @@ func (l *link) queue(m predictor.Mark) {
 // may wait long on a PodDisruptionBudget, but all of them end with ctx.
 func (l *link) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return l.demand.Run(ctx) })
+	if l.demand != nil {
+		g.Go(func() error { return l.demand.Run(ctx) })
+	}
 	g.Go(func() error { return l.countRuns(ctx) })
 	g.Go(func() error { return l.watchReach(ctx) })
 	g.Go(func() error {

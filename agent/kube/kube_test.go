@@ -88,17 +88,24 @@ current-context: x
 		adjust  func(*agent.Config)
 		wantOn  bool
 		wantErr bool
+		dra     bool // the agent also runs its DRA driver
 	}{
-		{"no kubeconfig and not in a pod", func(*agent.Config) {}, false, false},
-		{"a missing kubeconfig", func(c *agent.Config) { c.Kubeconfig = filepath.Join(t.TempDir(), "missing") }, false, true},
-		{"a kubeconfig and a node name", func(c *agent.Config) { c.Kubeconfig = kc }, true, false},
-		{"no node name", func(c *agent.Config) { c.Kubeconfig, c.NodeName = kc, "" }, false, false},
-		{"no device plugins", func(c *agent.Config) { c.Kubeconfig, c.PluginDir = kc, "" }, false, false},
+		{"no kubeconfig and not in a pod", func(*agent.Config) {}, false, false, false},
+		{"a missing kubeconfig", func(c *agent.Config) { c.Kubeconfig = filepath.Join(t.TempDir(), "missing") }, false, true, false},
+		{"a kubeconfig and a node name", func(c *agent.Config) { c.Kubeconfig = kc }, true, false, false},
+		{"no node name", func(c *agent.Config) { c.Kubeconfig, c.NodeName = kc, "" }, false, false, false},
+		{"no device plugins", func(c *agent.Config) { c.Kubeconfig, c.PluginDir = kc, "" }, false, false, false},
+		// Readmission stays on for pods served through DRA alone.
+		{"no device plugins, DRA", func(c *agent.Config) { c.Kubeconfig, c.PluginDir = kc, "" }, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			tc.adjust(&e.cfg)
-			l, err := kube.New()(t.Context(), e.open(t))
+			var opts []kube.Option
+			if tc.dra {
+				opts = append(opts, kube.WithDRA())
+			}
+			l, err := kube.New(opts...)(t.Context(), e.open(t))
 			if (err != nil) != tc.wantErr || (l != nil) != tc.wantOn {
 				t.Fatalf("link %v, err %v; want on=%v err=%v", l, err, tc.wantOn, tc.wantErr)
 			}

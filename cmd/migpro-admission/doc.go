@@ -6,11 +6,16 @@
 //
 // It also serves the eviction guard, a validating admission webhook on
 // pods/eviction that lets the node agent (--agent-user) evict only pods on
-// the node its token is bound to (docs/security.md, finding 1).
+// the node its token is bound to (docs/security.md, finding 1), the
+// recommendation guard, and, for the DRA driver (docs/dra.md, Readmission),
+// the claim webhook: on ResourceClaim CREATE it moves the request of a
+// claim made from a pod's template to the recommended profile
+// (--device-class names the DeviceClass of every migpro device).
 //
 //	migpro-admission --listen :8443 --tls-cert tls.crt --tls-key tls.key [--kubeconfig FILE]
 //
-// It serves POST /mutate and POST /validate-eviction (admission.k8s.io/v1
+// It serves POST /mutate, /mutate-claim, /validate-eviction and
+// /validate-recommendation (admission.k8s.io/v1
 // AdmissionReview) and GET /healthz over HTTPS. Without --kubeconfig it
 // uses the in-cluster config. The certificate and key are re-read when their files change, so a rotated
 // Secret is picked up without a restart.

@@ -36,17 +36,19 @@ func main() {
 type options struct {
 	listen, certFile, keyFile, kubeconfig, domain, level, format string
 	agentUser, clientCA                                          string
+	deviceClass                                                  string
 }
 
 func newFlags(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("migpro-admission", flag.ContinueOnError)
-	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /validate-eviction and /healthz on")
+	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /mutate-claim, /validate-eviction, /validate-recommendation and /healthz on")
 	fs.StringVar(&o.certFile, "tls-cert", "", "serving certificate (PEM); required")
 	fs.StringVar(&o.keyFile, "tls-key", "", "serving key (PEM); required")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
 	fs.StringVar(&o.domain, "domain", defaults.Domain, "resource name domain: <domain>/mig-<profile>")
 	fs.StringVar(&o.agentUser, "agent-user", readmit.DefaultAgentUser, "the node agent's user name, whose evictions /validate-eviction limits to its own node")
 	fs.StringVar(&o.clientCA, "client-ca", "", "PEM CAs whose client certificates may post admission reviews (the API server's); empty: any client may, and learns the answers")
+	fs.StringVar(&o.deviceClass, "device-class", readmit.DefaultDeviceClass, "DeviceClass of every migpro DRA device: /mutate-claim moves a claim's request to the recommended profile on it")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.format, "log-format", "text", "log format: text or json")
 	return fs
@@ -81,6 +83,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	claims, err := readmit.NewClaimWebhook(readmit.Store{Client: cs}, o.deviceClass, readmit.WithDomain(o.domain), readmit.WithLogger(log))
+	if err != nil {
+		return err
+	}
 	evictions, err := readmit.NewEvictionGuard(cs.CoreV1(), readmit.WithAgentUsers(o.agentUser), readmit.WithLogger(log))
 	if err != nil {
 		return err
@@ -99,6 +105,7 @@ func run(args []string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mutate", requireClient(cas, webhook))
+	mux.Handle("/mutate-claim", requireClient(cas, claims))
 	mux.Handle("/validate-eviction", requireClient(cas, evictions))
 	mux.Handle("/validate-recommendation", requireClient(cas, recs))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -129,7 +129,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	link := kube.New()
 	if *draOn {
-		link = dra.Link(link, dra.WithKubeletRoot(*draRoot))
+		link = dra.Link(kube.New(kube.WithDRA()), dra.WithKubeletRoot(*draRoot))
 	}
 	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(link)}
 	if *podRes != "" {

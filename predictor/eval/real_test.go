@@ -13,7 +13,7 @@ import (
 const realSeeds = 100
 
 // openGaps are the families on which migpro does not meet issue 13's bar
-// (docs/predictor-results.md, "Open gaps"). TestOpenGaps fails as soon as one of them
+// (docs/predictor-families.md, "Results on framework-shaped series"). TestOpenGaps fails as soon as one of them
 // meets it, so that the list and the docs cannot outlive the gap; every other
 // family is held to the bar with no tolerance.
 var openGaps = map[string]bool{}
@@ -39,7 +39,7 @@ func meetsBar(r RealRow) (bool, string) {
 // TestRealFamilies is the acceptance test on framework-shaped series, the
 // tuned families and the held-out sweeps: 100 seeds of each at both rates,
 // with the agent's settings and no horizon. -v prints, from one run, the
-// tables docs/predictor-results.md carries for the baseline and migpro.
+// tables docs/predictor-families.md carries for the baseline and migpro.
 func TestRealFamilies(t *testing.T) {
 	rows, err := ScoreReal(predictor.ForSeconds(predictor.Config{Capacity: tracegen.Capacity}), allReal(), realSeeds)
 	if err != nil {
