@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/migpro/migpro/predictor"
@@ -32,14 +31,5 @@ func TestSealedShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", FormatShapes(rows))
-	for _, r := range rows {
-		key := fmt.Sprintf("%s@%g", r.Shape, r.Hz)
-		miss := shapeMiss(r)
-		switch {
-		case miss != "" && !sealedGaps[key]:
-			t.Errorf("%s at %g Hz: %s", r.Shape, r.Hz, miss)
-		case miss == "" && sealedGaps[key]:
-			t.Errorf("%s at %g Hz meets the bar: drop it from sealedGaps and from docs/predictor-results.md", r.Shape, r.Hz)
-		}
-	}
+	shapeBar(t, rows, sealedGaps, "sealedGaps")
 }
