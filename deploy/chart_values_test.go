@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // TestChartValuesTakeEffect: every value an admin sets changes the render,
@@ -50,15 +51,21 @@ func TestChartValuesTakeEffect(t *testing.T) {
 				t.Errorf("updateStrategy %+v", s)
 			}
 		}},
-		{"fullnameOverride", []string{"--set", "fullnameOverride=gpu2"}, func(t *testing.T, r rendered) {
+		{"fullnameOverride", []string{"--set", "fullnameOverride=gpu2", "--set", "dra.enabled=true"}, func(t *testing.T, r rendered) {
+			// DeviceClasses are the driver's, one set per cluster.
 			for key := range r.docs {
 				name := key[strings.Index(key, "/")+1:]
-				if key != "Namespace/migpro-system" && !strings.HasPrefix(name, "gpu2-") {
+				if key != "Namespace/migpro-system" && !strings.HasPrefix(key, "DeviceClass/") && !strings.HasPrefix(name, "gpu2-") {
 					t.Errorf("%s keeps a fixed name", key)
 				}
 			}
 			if !strings.Contains(r.out, "system:serviceaccount:migpro-system:gpu2-agent") {
 				t.Error("the agent's user in the policies and --agent-user is not the renamed ServiceAccount")
+			}
+			var b rbacv1.ClusterRoleBinding
+			r.decode(t, "ClusterRoleBinding/gpu2-agent-dra", &b)
+			if len(b.Subjects) != 1 || b.Subjects[0].Name != "gpu2-agent" {
+				t.Errorf("the DRA binding's subjects %+v, want the renamed ServiceAccount gpu2-agent", b.Subjects)
 			}
 		}},
 		{"nameOverride", []string{"--set", "nameOverride=other"}, func(t *testing.T, r rendered) {
