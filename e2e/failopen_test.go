@@ -39,8 +39,13 @@ func TestFailOpenEventOnKubeletPod(t *testing.T) {
 	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
 	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
 	kubeconfig := serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
+	// The default --assign-grace (30 s): the registration needs the
+	// instance still in use when the hook runs, and under CI load the
+	// kubelet's PodResources may list the allocation later than a short
+	// grace allows (the agent then releases it, and the hook's registration
+	// is refused).
 	a := startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
-		"--kubeconfig", kubeconfig, "--node-name", k.NodeName, "--assign-grace", "5s",
+		"--kubeconfig", kubeconfig, "--node-name", k.NodeName,
 		"--hook", e.hookBin, "--shim", e.art.Shim, "--poll-every", "100ms")
 	mustCreate(t, func() error {
 		_, err := cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: failOpenNS}}, metav1.CreateOptions{})
