@@ -162,51 +162,77 @@ func migproSpecs() []string {
 	return m
 }
 
-// Issue 10, §5: the chart on the real control plane. The agent runs in a
-// container the kubelet manages, on a simulated A100.
-func TestHelmInstall(t *testing.T) {
-	agentTar, admTar, tag := migproImages(t)
+// chartNode is a cluster of one kubelet node, ready for the chart: the
+// images imported into its containerd, the node labelled as a GPU node,
+// and host directories for the agent's state, socket and libraries.
+type chartNode struct {
+	cl   *harness.Cluster
+	k    *harness.Kubelet
+	h    *helm
+	tag  string
+	host string
+}
+
+// startChartNode starts the node with the image archives (and busybox)
+// imported, and removes the migpro CDI specs the install leaves when the
+// test ends.
+func startChartNode(t *testing.T, archives ...string) *chartNode {
+	t.Helper()
+	_, _, tag := migproImages(t)
 	if left := migproSpecs(); len(left) > 0 {
 		t.Fatalf("migpro CDI specs already in /var/run/cdi (another install?): %v", left)
 	}
 	cl := harness.StartCluster(t)
 	c := harness.StartContainerd(t)
 	k := harness.StartKubelet(t, harness.KubeletOptions{Containerd: c, Cluster: cl})
-	for _, a := range []string{agentTar, admTar, harness.BusyboxImage(t)} {
+	for _, a := range append(archives, harness.BusyboxImage(t)) {
 		c.ImportArchive(t, "k8s.io", a)
 	}
 	cl.WaitNodeReady(t, k.NodeName, 60*time.Second)
-	ctx := context.Background()
 	// The default node affinity: NFD's vendor label or nvidia.com/gpu.present.
 	patch := []byte(`{"metadata":{"labels":{"nvidia.com/gpu.present":"true"}}}`)
-	if _, err := cl.Client.CoreV1().Nodes().Patch(ctx, k.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := cl.Client.CoreV1().Nodes().Patch(context.Background(), k.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	host := t.TempDir()
-	state, run, lib := filepath.Join(host, "state"), filepath.Join(host, "run"), filepath.Join(host, "lib")
 	t.Cleanup(func() {
 		for _, f := range migproSpecs() {
 			os.Remove(f)
 		}
 	})
-	metricsPort := freePort(t)
-	apiPort := strings.TrimPrefix(cl.Server, "https://127.0.0.1:")
-	h := newHelm(t, cl)
-	values := []string{
-		"--set", "image.tag=" + tag, "--set", "image.pullPolicy=Never",
+	return &chartNode{cl: cl, k: k, h: newHelm(t, cl), tag: tag, host: t.TempDir()}
+}
+
+// values are the chart values every install on this node needs, then
+// extra: the images as imported, one simulated A100, the host directories
+// and the kubelet's, and (no pod network and no kube-proxy here) host
+// network with the API server's own address.
+func (n *chartNode) values(t *testing.T, extra ...string) []string {
+	t.Helper()
+	apiPort := strings.TrimPrefix(n.cl.Server, "https://127.0.0.1:")
+	return append([]string{
+		"--set", "image.tag=" + n.tag, "--set", "image.pullPolicy=Never",
 		"--set", "simulate=a100-40gb:1",
-		"--set", "hostPaths.state=" + state, "--set", "hostPaths.run=" + run, "--set", "hostPaths.lib=" + lib,
-		"--set", "kubeletRootDir=" + k.RootDir,
+		"--set", "hostPaths.state=" + filepath.Join(n.host, "state"), "--set", "hostPaths.run=" + filepath.Join(n.host, "run"),
+		"--set", "hostPaths.lib=" + filepath.Join(n.host, "lib"),
+		"--set", "kubeletRootDir=" + n.k.RootDir,
 		"--set", "nvidiaCDIHookPath=" + harness.Bin(t, "nvidia-cdi-hook"),
-		"--set", "metrics.port=" + strconv.Itoa(metricsPort),
-		// No pod network and no kube-proxy here: host network, and the API
-		// server's own address.
 		"--set", "hostNetwork=true",
 		"--set", "extraEnv[0].name=KUBERNETES_SERVICE_HOST", "--set", "extraEnv[0].value=127.0.0.1",
 		"--set", "extraEnv[1].name=KUBERNETES_SERVICE_PORT", "--set-string", "extraEnv[1].value=" + apiPort,
-		"--set", "admission.replicas=1", "--set", "admission.port=" + strconv.Itoa(freePort(t)),
-	}
+	}, extra...)
+}
+
+// Issue 10, §5: the chart on the real control plane. The agent runs in a
+// container the kubelet manages, on a simulated A100.
+func TestHelmInstall(t *testing.T) {
+	agentTar, admTar, _ := migproImages(t)
+	n := startChartNode(t, agentTar, admTar)
+	cl, k, h := n.cl, n.k, n.h
+	state, run := filepath.Join(n.host, "state"), filepath.Join(n.host, "run")
+	ctx := context.Background()
+	metricsPort := freePort(t)
+	values := append(n.values(t, "--set", "metrics.port="+strconv.Itoa(metricsPort)),
+		"--set", "admission.replicas=1", "--set", "admission.port="+strconv.Itoa(freePort(t)))
 
 	// (2, 3) install; the agent's pod becomes Ready through its probes.
 	start := time.Now()
