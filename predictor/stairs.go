@@ -68,6 +68,14 @@ type stairs struct {
 	// (its load), once a pause has ended it (loaded).
 	loadEnd float64
 	loaded  bool
+	// epStart is the time of the first rise of the run's latest episode
+	// (see episode), epRises how many rises it holds.
+	epStart float64
+	epRises int
+	// cur is the latest usage: the time to OOM is projected from it, not
+	// from the peak, so a rise given back (a training step's activations
+	// freed) is not running out.
+	cur float64
 }
 
 // rise is one rise: its time, the peak after it, the gap and step before
@@ -88,18 +96,28 @@ const (
 	// it marks when half the rate still reaches capacity by the horizon.
 	stairsHalf = 0.5
 	stairsZ    = 1.5
+	// stairsEpisodeShare: a run one of whose gaps holds more than this
+	// share of its span is episodes, not a trend (see episode), judged
+	// once the run holds stairsEpisodeRises rises (a gap among two or
+	// three is no pause, just the spread of a young run's gaps).
+	stairsEpisodeShare = 0.6
+	stairsEpisodeRises = 4
 	// stairsPause is the shortest pause, in seconds, after which a run can
 	// be growth: a load's tensor-sized chunks leave irregular gaps of a
 	// second or so, which must not split it into runs that could mark.
 	stairsPause = 2
-	// stairsMinSpan is the shortest run, in seconds, that can mark: a burst
-	// of rises within a second or two is one step, not a rate.
-	stairsMinSpan = 4
+	// stairsMinSpan is the shortest run (without a horizon: the shortest
+	// episode), in seconds, that can mark: a burst of rises within a second
+	// or two is one step, not a rate, and a run that marks is projected up
+	// to NearTime (10 s) ahead, never much beyond 1.7 times what it was
+	// watched. (4 s marked training steps and model loads of 4-6 s after a
+	// pause, sealed set v1; docs/predictor-results.md.)
+	stairsMinSpan = 6
 )
 
 // observe updates the runs with the peak at t; capacity sets the quantum.
 func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
-	s.low = min(s.low, used)
+	s.low, s.cur = min(s.low, used), used
 	if !s.started {
 		s.started, s.level, s.tol = true, peak, stairsQuantum*capacity/2
 		return
@@ -127,6 +145,18 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 			return
 		}
 	}
+	if s.eligible && s.n >= stairsEpisodeRises {
+		// A gap that holds most of the time the held rises and it span
+		// ends an episode: the rises before it stopped (see episode).
+		oldest := s.ring[s.head%stairsRing]
+		if s.n < stairsRing {
+			oldest = s.ring[0]
+		}
+		if gap > stairsEpisodeShare*(t-oldest.t) {
+			s.epStart, s.epRises = t, 0
+		}
+	}
+	s.epRises++
 	if s.n == stairsRing {
 		// Drop the oldest: its successor's gap and step leave the sums.
 		next := s.ring[(s.head+1)%stairsRing]
@@ -170,6 +200,7 @@ func (s *stairs) reset(r rise, eligible bool) {
 	s.head, s.n = 1, 1
 	s.gapSum, s.gapSqSum, s.stepSum = 0, 0, 0
 	s.lastT, s.start, s.eligible, s.anchored = r.t, r.t, eligible, false
+	s.epStart, s.epRises = r.t, 1
 	s.low, s.base = r.y, r.y-r.step
 }
 
@@ -188,7 +219,15 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 		gaps, gapSum, gapSqSum = gaps+1, gapSum+g, gapSqSum+g*g
 		oldest = s.anchor
 	}
-	if !s.eligible || gaps < minGaps || gaps < 1 || now-s.start < stairsMinSpan {
+	start := s.start
+	if !fromPause {
+		start = s.epStart
+		if e, ok := s.episode(); ok {
+			oldest, gaps, gapSum, gapSqSum = e.first, e.gaps, e.gapSum, e.gapSqSum
+			start = max(start, e.first.t)
+		}
+	}
+	if !s.eligible || gaps < minGaps || gaps < 1 || now-start < stairsMinSpan {
 		return 0, 0, false
 	}
 	if s.low < s.base-s.tol {
@@ -214,6 +253,46 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 	return r, math.Sqrt(v) / mean / math.Sqrt(m), true
 }
 
+// episodeOf is the rises of a run's latest episode.
+type episodeOf struct {
+	first            rise
+	gaps             int
+	gapSum, gapSqSum float64
+}
+
+// episode returns the held rises of the run's latest episode, when it
+// began after the oldest held rise: the rises after a gap that holds more
+// than stairsEpisodeShare of the time the held rises span. Such a run is
+// episodes (a load, another load after a pause; a profiling pass, then a
+// cache reserved at once), each of which stopped, not one trend. Without
+// a horizon only the latest episode may mark, on its own evidence: its
+// gaps, its span since epStart (where an episode began when its gap
+// ended, which the ring may have dropped since) and its rate.
+func (s *stairs) episode() (episodeOf, bool) {
+	if s.n < 3 {
+		return episodeOf{}, false
+	}
+	at := func(j int) rise { return s.ring[(s.head+stairsRing-1-j)%stairsRing] }
+	// j: the episode's first rise, counted back from the newest (0): the
+	// rise after the longest held gap, when that gap holds most of the span.
+	longest, j := 0.0, 0
+	for i := 0; i < s.n-1; i++ {
+		if g := at(i).gap; g > longest {
+			longest, j = g, i
+		}
+	}
+	if longest <= stairsEpisodeShare*(at(0).t-at(s.n-1).t) {
+		return episodeOf{}, false
+	}
+	e := episodeOf{first: at(j), gaps: j}
+	for i := 0; i < j; i++ {
+		g := at(i).gap
+		e.gapSum += g
+		e.gapSqSum += g * g
+	}
+	return e, true
+}
+
 // check is the stairs' verdict at now.
 func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	h := p.cfg.Horizon
@@ -226,7 +305,6 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		return verdict{}, false
 	}
 	capacity := float64(p.cfg.Capacity)
-	left := capacity - p.peak
 	if h > now {
 		slow := r * max(1-stairsZ*rel, stairsHalf)
 		if slow <= 0 || p.peak+slow*(h-now) <= capacity {
@@ -234,7 +312,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		}
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
 	}
-	tto := left / (r * (1 + stairsZ*rel))
+	tto := (capacity - s.cur) / (r * (1 + stairsZ*rel))
 	near := p.cfg.NearTime
 	if p.cfg.EvictionTime > 0 {
 		near = min(near, p.cfg.EvictionTime)
