@@ -29,15 +29,23 @@ import "math"
 //     oldest to now, so it falls while no step comes: a run that has stopped
 //     (no rise for stairsBreakGap mean gaps) never marks.
 //   - A run whose usage fell back below the level it started from gave back
-//     what it rose (a sawtooth's tops, bursts freed): never growth.
+//     what it rose (a sawtooth's tops, bursts freed): never growth. Without
+//     a horizon, a run whose latest usage is under half of its rise is not
+//     running out either, and the time to OOM is projected from the latest
+//     usage, not from the peak.
+//   - Without a horizon, a run is read as episodes (see episode): a gap
+//     that holds most of the time the held rises span ends the rises before
+//     it, which stopped; only the latest episode may mark, on its own gaps
+//     and over its own span of at least stairsMinSpan.
 //   - With a horizon, a young run counts from the end of the load before
 //     its pause (anchor), the pause as one more gap.
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
-//     rate·(1+stairsZ·cv/√m). Without a horizon, migpro marks when the time
-//     to OOM at the fast bound is under NearTime (and the eviction time). A
-//     warm-up staircase that stops under capacity is far from its OOM when it
-//     stops; steady growth reaches NearTime before its OOM.
+//     rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Without a horizon,
+//     migpro marks when the time to OOM at the fast bound is under NearTime
+//     (and the eviction time). A warm-up staircase that stops under
+//     capacity is far from its OOM when it stops; steady growth reaches
+//     NearTime before its OOM.
 //   - With a horizon, it marks when the slow bound rate·(1−stairsZ·cv/√m),
 //     but never under half the rate, carries the peak past capacity before
 //     the horizon.
@@ -96,6 +104,11 @@ const (
 	// it marks when half the rate still reaches capacity by the horizon.
 	stairsHalf = 0.5
 	stairsZ    = 1.5
+	// stairsMaxWiden caps how far the gaps' spread widens the fast bound
+	// without a horizon: rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Gaps
+	// more irregular than that say the run is bursts or episodes, which is
+	// no reason to expect it faster.
+	stairsMaxWiden = 0.5
 	// stairsEpisodeShare: a run one of whose gaps holds more than this
 	// share of its span is episodes, not a trend (see episode), judged
 	// once the run holds stairsEpisodeRises rises (a gap among two or
@@ -312,7 +325,12 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		}
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
 	}
-	tto := (capacity - s.cur) / (r * (1 + stairsZ*rel))
+	if s.cur < (s.base+p.peak)/2 {
+		// The usage gave back more than half of what the run rose: not
+		// running out now, whatever the rate it rose at.
+		return verdict{}, false
+	}
+	tto := (capacity - s.cur) / (r * (1 + min(stairsZ*rel, stairsMaxWiden)))
 	near := p.cfg.NearTime
 	if p.cfg.EvictionTime > 0 {
 		near = min(near, p.cfg.EvictionTime)
@@ -324,3 +342,5 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
 	}, true
 }
+
+var zzCap = 0.3
