@@ -36,7 +36,7 @@ import "math"
 //   - Without a horizon, a run is read as episodes (see episode): a gap
 //     that holds most of the time the held rises span ends the rises before
 //     it, which stopped; only the latest episode may mark, on its own gaps
-//     and over its own span of at least stairsMinSpan.
+//     and over its own span of at least stairsNearSpan.
 //   - With a horizon, a young run counts from the end of the load before
 //     its pause (anchor), the pause as one more gap.
 //   - The rate's uncertainty comes from how regular the gaps are (their
@@ -119,13 +119,15 @@ const (
 	// be growth: a load's tensor-sized chunks leave irregular gaps of a
 	// second or so, which must not split it into runs that could mark.
 	stairsPause = 2
-	// stairsMinSpan is the shortest run (without a horizon: the shortest
-	// episode), in seconds, that can mark: a burst of rises within a second
-	// or two is one step, not a rate, and a run that marks is projected up
-	// to NearTime (10 s) ahead, never much beyond 1.7 times what it was
-	// watched. (4 s marked training steps and model loads of 4-6 s after a
-	// pause, sealed set v1; docs/predictor-results.md.)
-	stairsMinSpan = 6
+	// stairsMinSpan is the shortest run, in seconds, that can mark: a burst
+	// of rises within a second or two is one step, not a rate.
+	stairsMinSpan = 4
+	// stairsNearSpan is the shortest episode, in seconds, that can mark
+	// without a horizon: a run that marks then is projected up to NearTime
+	// (10 s) ahead, and never much beyond 1.7 times what it was watched.
+	// (4 s marked training steps and model loads of 4-6 s after a pause,
+	// sealed set v1; docs/predictor-results.md.)
+	stairsNearSpan = 6
 )
 
 // observe updates the runs with the peak at t; capacity sets the quantum.
@@ -232,15 +234,15 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 		gaps, gapSum, gapSqSum = gaps+1, gapSum+g, gapSqSum+g*g
 		oldest = s.anchor
 	}
-	start := s.start
+	start, span := s.start, float64(stairsMinSpan)
 	if !fromPause {
-		start = s.epStart
+		start, span = s.epStart, stairsNearSpan
 		if e, ok := s.episode(); ok {
 			oldest, gaps, gapSum, gapSqSum = e.first, e.gaps, e.gapSum, e.gapSqSum
 			start = max(start, e.first.t)
 		}
 	}
-	if !s.eligible || gaps < minGaps || gaps < 1 || now-start < stairsMinSpan {
+	if !s.eligible || gaps < minGaps || gaps < 1 || now-start < span {
 		return 0, 0, false
 	}
 	if s.low < s.base-s.tol {
