@@ -344,5 +344,3 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
 	}, true
 }
-
-var zzCap = 0.3
