@@ -94,3 +94,15 @@ func TestStairsRiseGivenBackNotMarked(t *testing.T) {
 		t.Error("1 Hz: the same rise that holds its top is not marked: the test no longer measures the fall")
 	}
 }
+
+// Read once a second, a fast load is one poll's jump. After it and a
+// pause, growth is a run of its own, as after a load of several rises:
+// fast growth from 40 % at 0.5 GB/s is marked 5 s before its OOM, which
+// the windows (24 s before any mark) would not see in time.
+func TestStairsGrowthAfterJumpAndPause(t *testing.T) {
+	segs := []segment{{0.5e9, 0, 2}, {1e9, 0, 1}, {1.5e9, 0, 1}, {4e9, 0, 5}, {11e9, 0.5e9, 0}}
+	mark, oom := feedSegments(t, 1, segs)
+	if oom < 0 || mark < 0 || oom-mark < 5 {
+		t.Fatalf("1 Hz: growth after a one-poll load and a pause marked at %.1f s, OOM at %.1f s: want 5 s ahead", mark, oom)
+	}
+}

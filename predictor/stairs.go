@@ -30,9 +30,13 @@ import "math"
 //     (no rise for stairsBreakGap mean gaps) never marks.
 //   - A run whose usage fell back below the level it started from gave back
 //     what it rose (a sawtooth's tops, bursts freed): never growth. Without
-//     a horizon, a run whose latest usage is under half of its rise is not
-//     running out either, and the time to OOM is projected from the latest
-//     usage, not from the peak.
+//     a horizon, neither is a run that, once it held stairsEpisodeRises
+//     rises, gave back three quarters of its rise (gaveBack), nor one whose
+//     latest usage is under half of its rise; and the time to OOM is
+//     projected from the latest usage, not from the peak.
+//   - A run that starts with a jump (at 1 Hz a fast load is one poll's
+//     jump) is followed, after a pause of stairsPause, by an eligible run,
+//     as a load of several rises is.
 //   - Without a horizon, a run is read as episodes (see episode): a gap
 //     that holds most of the time the held rises span ends the rises before
 //     it, which stopped; only the latest episode may mark, on its own gaps
@@ -76,6 +80,12 @@ type stairs struct {
 	// (its load), once a pause has ended it (loaded).
 	loadEnd float64
 	loaded  bool
+	jumped  bool // the run started with a jump (a rise over stairsBreakSize steps)
+	// gaveBack: since it held stairsEpisodeRises rises, the run's usage
+	// fell by more than three quarters of its rise (a training step's
+	// activations freed), which growth never does; a KV cache that frees a
+	// block now and then gives back a step, not its rise.
+	gaveBack bool
 	// epStart is the time of the first rise of the run's latest episode
 	// (see episode), epRises how many rises it holds.
 	epStart float64
@@ -133,6 +143,9 @@ const (
 // observe updates the runs with the peak at t; capacity sets the quantum.
 func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 	s.low, s.cur = min(s.low, used), used
+	if s.n >= stairsEpisodeRises && peak-used > 0.75*(peak-s.base) {
+		s.gaveBack = true
+	}
 	if !s.started {
 		s.started, s.level, s.tol = true, peak, stairsQuantum*capacity/2
 		return
@@ -147,6 +160,16 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 		s.reset(rise{t, peak, 0, step, allocs}, false)
 		return
 	}
+	if s.n == 1 && s.jumped && !s.eligible && gap >= stairsPause {
+		// A load read as one jump (a poll once a second), then a pause.
+		prev := s.ring[(s.head+stairsRing-1)%stairsRing]
+		if !s.loaded {
+			s.loaded, s.loadEnd = true, prev.t
+		}
+		s.reset(rise{t, peak, gap, step, allocs}, true)
+		s.anchor, s.anchored = prev, true
+		return
+	}
 	if s.n >= 2 {
 		m := float64(s.n - 1)
 		long := !s.eligible && gap > stairsBreakGap*s.gapSum/m && gap >= stairsPause
@@ -156,7 +179,7 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 				s.loaded, s.loadEnd = true, prev.t
 			}
 			s.reset(rise{t, peak, gap, step, allocs}, long || s.eligible)
-			s.anchor, s.anchored = prev, long
+			s.anchor, s.anchored, s.jumped = prev, long, !long
 			return
 		}
 	}
@@ -214,7 +237,8 @@ func (s *stairs) reset(r rise, eligible bool) {
 	s.ring[0] = r
 	s.head, s.n = 1, 1
 	s.gapSum, s.gapSqSum, s.stepSum = 0, 0, 0
-	s.lastT, s.start, s.eligible, s.anchored = r.t, r.t, eligible, false
+	s.lastT, s.start, s.eligible, s.anchored, s.jumped = r.t, r.t, eligible, false, false
+	s.gaveBack = false
 	s.epStart, s.epRises = r.t, 1
 	s.low, s.base = r.y, r.y-r.step
 }
@@ -327,7 +351,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		}
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
 	}
-	if s.cur < (s.base+p.peak)/2 {
+	if s.gaveBack || s.cur < (s.base+p.peak)/2 {
 		// The usage gave back more than half of what the run rose: not
 		// running out now, whatever the rate it rose at.
 		return verdict{}, false
