@@ -136,7 +136,7 @@ const (
 	// without a horizon: a run that marks then is projected up to NearTime
 	// (10 s) ahead, and never much beyond 1.7 times what it was watched.
 	// (4 s marked training steps and model loads of 4-6 s after a pause,
-	// sealed set v1; docs/predictor-results.md.)
+	// sealed set v1; docs/predictor-episodes.md.)
 	stairsNearSpan = 6
 )
 
@@ -184,7 +184,7 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 		}
 	}
 	if s.eligible && s.n >= stairsEpisodeRises {
-		// A gap that holds most of the time the held rises and it span
+		// A gap that holds most of the time spanned by the held rises and it
 		// ends an episode: the rises before it stopped (see episode).
 		oldest := s.ring[s.head%stairsRing]
 		if s.n < stairsRing {
