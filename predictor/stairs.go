@@ -253,10 +253,15 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 		oldest = s.ring[0]
 	}
 	gaps, gapSum, gapSqSum := s.n-1, s.gapSum, s.gapSqSum
+	newest := s.ring[(s.head+stairsRing-1)%stairsRing]
 	if fromPause && s.anchored && s.n < stairsRing {
-		g := s.ring[0].gap
-		gaps, gapSum, gapSqSum = gaps+1, gapSum+g, gapSqSum+g*g
-		oldest = s.anchor
+		// The pause counts as one more gap only while it does not hold
+		// most of what the run spans from the anchor: a pause that does
+		// ends an episode (a warm-up's burst after its load).
+		if g := s.ring[0].gap; g <= stairsEpisodeShare*(newest.t-s.anchor.t) {
+			gaps, gapSum, gapSqSum = gaps+1, gapSum+g, gapSqSum+g*g
+			oldest = s.anchor
+		}
 	}
 	start, span := s.start, float64(stairsMinSpan)
 	if !fromPause {
@@ -269,9 +274,9 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 	if !s.eligible || gaps < minGaps || gaps < 1 || now-start < span {
 		return 0, 0, false
 	}
-	if s.low < s.base-s.tol {
-		// The run gave back what it rose: the peaks of a sawtooth or of
-		// bursts, not growth, which keeps what it takes.
+	if fromPause && newest.t-oldest.t < stairsHorizonSpan {
+		// With a horizon, the rises themselves must span stairsHorizonSpan:
+		// a warm-up's burst, however steep, is over before that.
 		return 0, 0, false
 	}
 	m := float64(gaps)
@@ -279,7 +284,6 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 	if now-s.lastT > stairsBreakGap*mean {
 		return 0, 0, false
 	}
-	newest := s.ring[(s.head+stairsRing-1)%stairsRing]
 	dt := now - oldest.t
 	if dt <= 0 || mean <= 0 {
 		return 0, 0, false
@@ -288,6 +292,9 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 		return 0, 0, false // the shim saw tensor-sized calls: a load
 	}
 	r = (newest.y - oldest.y) / dt
+	if fromPause && (!s.risesEachHalf(oldest, newest, now) || s.stepAfterStop(newest)) {
+		return 0, 0, false // a trend that stopped, or a single step after it
+	}
 	v := max(0, gapSqSum/m-mean*mean)
 	return r, math.Sqrt(v) / mean / math.Sqrt(m), true
 }

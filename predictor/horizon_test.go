@@ -1,0 +1,79 @@
+package predictor
+
+import (
+	"math"
+	"testing"
+)
+
+// series feeds used(t) at hz from t=0 to end (or the OOM) on a 10 GB
+// instance with the agent's settings and cfg's horizon; it returns the time
+// of the mark, or -1, and of the OOM, or -1.
+func series(t *testing.T, cfg Config, hz, end float64, used func(t float64) float64) (mark, oom float64, d Mark) {
+	t.Helper()
+	const capacity = 10e9
+	cfg.Capacity = capacity
+	p, err := New(ForSeconds(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark, oom = -1, -1
+	for i := 0; float64(i)/hz <= end; i++ {
+		at := float64(i) / hz
+		u := used(at)
+		if got, ok := p.Observe(Sample{T: at, Used: uint64(u)}); ok {
+			mark, d = at, got
+		}
+		if u > capacity {
+			return mark, at, d
+		}
+	}
+	return mark, oom, d
+}
+
+// ramp is from + (to-from) over [t0, t1], clamped.
+func ramp(t, t0, t1, from, to float64) float64 {
+	return from + (to-from)*math.Min(1, math.Max(0, (t-t0)/(t1-t0)))
+}
+
+// warmup is a training Job's start, on a 10 GB instance: the context, the
+// weights (0.5 GB) loaded by 4 s, a pause, then its first step, which
+// reserves 3 GB of activations in a second, its gradients and the
+// optimiser's two moments (0.5 GB each) a few tenths of a second apart, and
+// a little more as the cache settles, all by 12 s. It is flat from then
+// on but for the first evaluation at 300 s, one step of 0.3 GB.
+func warmup(t float64) float64 {
+	u := 0.4e9 + ramp(t, 2, 4, 0, 0.5e9) + ramp(t, 9, 10, 0, 3e9)
+	for _, s := range []struct{ at, by float64 }{{10.4, 0.5e9}, {10.8, 1e9}, {11.6, 0.3e9}, {300, 0.3e9}} {
+		if t >= s.at {
+			u += s.by
+		}
+	}
+	return u
+}
+
+// A training Job that declares its length and is flat after its warm-up is
+// never marked, at 10 Hz or 1 Hz: its warm-up is a rise that stopped, and
+// the evaluation's step minutes later is a single step, so neither is
+// projected to the declared end (the horizon, 1800 s). Without a horizon
+// it is not marked either.
+func TestHorizonWarmupNotMarked(t *testing.T) {
+	for _, hz := range []float64{10, 1} {
+		for _, h := range []float64{1800, 0} {
+			if mark, _, d := series(t, Config{Horizon: h}, hz, 900, warmup); mark >= 0 {
+				t.Errorf("warm-up then flat, horizon %v, %v Hz: marked at %v s (%s)", h, hz, mark, d.Reason)
+			}
+		}
+	}
+}
+
+// The same Job that then leaks (20 MB a second from 40 s) is marked, with
+// its horizon, by a quarter of its way to the OOM, at both rates.
+func TestHorizonLeakAfterWarmupMarked(t *testing.T) {
+	leak := func(t float64) float64 { return warmup(t) + 20e6*math.Max(0, t-40) }
+	for _, hz := range []float64{10, 1} {
+		mark, oom, d := series(t, Config{Horizon: 1800}, hz, 1800, leak)
+		if oom < 0 || mark < 0 || mark > oom/4 || d.Reason != ReasonHorizon {
+			t.Errorf("leak after a warm-up, %v Hz: mark at %v s (%s), OOM at %v s: want the horizon's mark by %v s", hz, mark, d.Reason, oom, oom/4)
+		}
+	}
+}
