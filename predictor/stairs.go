@@ -279,6 +279,11 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 		// a warm-up's burst, however steep, is over before that.
 		return 0, 0, false
 	}
+	if s.low < s.base-s.tol {
+		// The run gave back what it rose: the peaks of a sawtooth or of
+		// bursts, not growth, which keeps what it takes.
+		return 0, 0, false
+	}
 	m := float64(gaps)
 	mean := gapSum / m
 	if now-s.lastT > stairsBreakGap*mean {
