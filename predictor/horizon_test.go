@@ -77,3 +77,34 @@ func TestHorizonLeakAfterWarmupMarked(t *testing.T) {
 		}
 	}
 }
+
+// staircaseTo is a serving process's start: 3.5 GB loaded in 6 s, then a
+// step of 0.45 GB every 4 s from 10 s until top bytes (0: on and on).
+func staircaseTo(top float64) func(t float64) float64 {
+	return func(t float64) float64 {
+		u := 0.4e9 + ramp(t, 0, 6, 0, 3.5e9)
+		if t >= 10 {
+			u += 0.45e9 * math.Floor((t-10)/4+1)
+		}
+		if top > 0 {
+			u = math.Min(u, top)
+		}
+		return u
+	}
+}
+
+// A warm-up staircase that stops at 75 % is not marked with a horizon
+// either: while it rises it is as steep as growth, its OOM projected within
+// the eviction time, and the horizon adds nothing to that question. The
+// same staircase going on to the OOM is marked at least 5 s ahead.
+func TestHorizonWarmupStaircase(t *testing.T) {
+	for _, hz := range []float64{10, 1} {
+		if mark, _, d := series(t, Config{Horizon: 600}, hz, 600, staircaseTo(7.5e9)); mark >= 0 {
+			t.Errorf("warm-up staircase with a horizon, %v Hz: marked at %v s (%s)", hz, mark, d.Reason)
+		}
+	}
+	mark, oom, _ := series(t, Config{Horizon: 600}, 10, 600, staircaseTo(0))
+	if oom < 0 || mark < 0 || oom-mark < 5 {
+		t.Errorf("staircase to the OOM with a horizon: mark at %v s, OOM at %v s: want 5 s ahead", mark, oom)
+	}
+}

@@ -226,7 +226,9 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 		return verdict{}, false
 	}
 	upper := func(t float64) float64 { return sc.fit.at(t) + p.cfg.Z*sc.fit.sigma() }
-	if h := p.cfg.Horizon; h > now {
+	// With a horizon, a window projected to run out within the eviction
+	// time is read as it is without one: the horizon adds nothing there.
+	if h := p.cfg.Horizon; h > now && !nearOOM(&p.cfg, (capacity-sc.fit.at(now))/sc.fit.slope()) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first

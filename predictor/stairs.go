@@ -347,21 +347,26 @@ func (s *stairs) episode() (episodeOf, bool) {
 // check is the stairs' verdict at now.
 func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	h := p.cfg.Horizon
-	minGaps := stairsMinGaps
-	if h > now {
-		minGaps = stairsHorizonGaps
-	}
-	r, rel, ok := s.rate(now, p.cfg.BulkBytes, minGaps, h > now)
-	if !ok || r <= 0 {
-		return verdict{}, false
-	}
 	capacity := float64(p.cfg.Capacity)
 	if h > now {
-		slow := r * max(1-stairsZ*rel, stairsHalf)
-		if slow <= 0 || p.peak+slow*(h-now) <= capacity {
+		r, rel, ok := s.rate(now, p.cfg.BulkBytes, stairsHorizonGaps, true)
+		if ok && r > 0 && (!nearOOM(&p.cfg, (capacity-s.cur)/r) || now-s.start >= p.cfg.EvictionTime) {
+			slow := r * max(1-stairsZ*rel, stairsHalf)
+			if slow <= 0 || p.peak+slow*(h-now) <= capacity {
+				return verdict{}, false
+			}
+			return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
+		}
+		if !ok || r <= 0 {
 			return verdict{}, false
 		}
-		return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
+		// A young run projected to run out within the eviction time: the
+		// horizon adds nothing, and the run is read as it is without one
+		// (a warm-up staircase is as steep as growth until it stops).
+	}
+	r, rel, ok := s.rate(now, p.cfg.BulkBytes, stairsMinGaps, false)
+	if !ok || r <= 0 {
+		return verdict{}, false
 	}
 	if s.gaveBack || s.cur < (s.base+p.peak)/2 {
 		// The usage gave back more than half of what the run rose: not

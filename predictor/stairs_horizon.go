@@ -63,3 +63,10 @@ func (s *stairs) stepAfterStop(newest rise) bool {
 	}
 	return false
 }
+
+// nearOOM reports whether an OOM projected tto ahead, at the central rate,
+// is within the eviction time: then the horizon says nothing the question
+// asked without it does not, and a rise is read as it is without one.
+func nearOOM(cfg *Config, tto float64) bool {
+	return cfg.EvictionTime > 0 && tto <= cfg.EvictionTime
+}
