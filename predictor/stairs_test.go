@@ -120,8 +120,15 @@ func TestStairsHorizonMarksEarly(t *testing.T) {
 // whose check reads the rate, the gaps' spread and the time to OOM. A quiet
 // sample costs one comparison (BenchmarkObserve's series never rises by a
 // quantum).
-func BenchmarkStairsCheck(b *testing.B) {
-	p, err := New(ForSeconds(Config{Capacity: 10e9}))
+func BenchmarkStairsCheck(b *testing.B) { benchStairsCheck(b, 0) }
+
+// BenchmarkStairsCheckHorizon is the same with a horizon: the check then
+// also reads both halves of the run and the silence before its latest step
+// (stairs_horizon.go), O(stairsRing) each.
+func BenchmarkStairsCheckHorizon(b *testing.B) { benchStairsCheck(b, 3600) }
+
+func benchStairsCheck(b *testing.B, horizon float64) {
+	p, err := New(ForSeconds(Config{Capacity: 10e9, Horizon: horizon}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,14 +143,19 @@ func BenchmarkStairsCheck(b *testing.B) {
 	for range 100 {
 		feed(4e9)
 	}
+	hold := 15 // ticks a step is held: 1.5 s, or 3 s with a horizon, whose
+	// run must span 16 s over the ring's 8 rises
+	if horizon > 0 {
+		hold = 30
+	}
 	for u := 4e9; u < 7e9; u += 0.25e9 {
-		for range 15 {
+		for range hold {
 			feed(u)
 		}
 	}
 	s := &p.alg.(*migpro).stairs
 	now := float64(tick) / 10
-	if _, _, ok := s.rate(now, p.cfg.BulkBytes, stairsMinGaps, false); !ok {
+	if _, _, ok := s.rate(now, p.cfg.BulkBytes, stairsMinGaps, horizon > 0); !ok {
 		b.Fatal("the run cannot mark: the benchmark measures the quiet path")
 	}
 	b.ReportAllocs()

@@ -89,11 +89,11 @@ func TestHeldOutShapes(t *testing.T) {
 }
 
 // TestQuietShapesWithHorizon gives the tuned quiet shapes a horizon (their
-// planned end), which issue 29 does not ask about: with a known end a
-// staircase is projected to it, so warm-up staircases and vLLM starts are
-// marked (docs/predictor-results.md, "Quiet shapes with a horizon"). The
-// training sawtooth, whose peak does not climb, must stay unmarked, and the
-// vLLM start (behind the load gate) nearly so. -v prints the table.
+// planned end), which issue 29's shapes do not: with a known end a run of
+// rises that is still going is projected to it, so a warm-up staircase is
+// still marked in a few runs (docs/predictor-horizon.md). The training
+// sawtooth, whose peak does not climb, must stay unmarked, and the vLLM
+// start (behind the load gate) nearly so. -v prints the table.
 func TestQuietShapesWithHorizon(t *testing.T) {
 	var quiet []tracegen.Shape
 	for _, s := range tracegen.TunedShapes() {
