@@ -108,3 +108,29 @@ func TestHorizonWarmupStaircase(t *testing.T) {
 		t.Errorf("staircase to the OOM with a horizon: mark at %v s, OOM at %v s: want 5 s ahead", mark, oom)
 	}
 }
+
+// doubling is a growth-on-demand pool on a 10 GB instance: the context
+// and libraries (1 GB) from 1 s to 3 s, then, from 6 s, a first region of
+// 0.25 GB and four more, each twice the last, 1.5 s apart; the last (4 GB)
+// holds as much as all the earlier ones together. It ends at 8.75 GB and
+// never grows again.
+func doubling(t float64) float64 {
+	u, region := ramp(t, 1, 3, 0, 1e9), 0.25e9
+	for at := 6.0; at <= 12 && t >= at; at += 1.5 {
+		u += region
+		region *= 2
+	}
+	return u
+}
+
+// A pool that doubles its last region once more is one step, not a trend:
+// it is not marked, at 10 Hz or 1 Hz, with or without a horizon.
+func TestDoublingPoolNotMarked(t *testing.T) {
+	for _, hz := range []float64{10, 1} {
+		for _, h := range []float64{0, 900} {
+			if mark, _, d := series(t, Config{Horizon: h}, hz, 600, doubling); mark >= 0 {
+				t.Errorf("doubling pool, horizon %v, %v Hz: marked at %v s (%s)", h, hz, mark, d.Reason)
+			}
+		}
+	}
+}

@@ -300,6 +300,11 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 	if fromPause && (!s.risesEachHalf(oldest, newest, now) || s.stepAfterStop(newest)) {
 		return 0, 0, false // a trend that stopped, or a single step after it
 	}
+	if !fromPause && s.latestStep(newest) > stairsStepShare*(newest.y-oldest.y) {
+		// A single step is not a trend: the run's latest allocation holds
+		// most of what it rose (a pool that doubles its last region).
+		return 0, 0, false
+	}
 	v := max(0, gapSqSum/m-mean*mean)
 	return r, math.Sqrt(v) / mean / math.Sqrt(m), true
 }
@@ -385,3 +390,4 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
 	}, true
 }
+

@@ -124,7 +124,7 @@ func BenchmarkStairsCheck(b *testing.B) { benchStairsCheck(b, 0) }
 
 // BenchmarkStairsCheckHorizon is the same with a horizon: the check then
 // also reads both halves of the run and the silence before its latest step
-// (stairs_horizon.go), O(stairsRing) each.
+// (stairs_trend.go), O(stairsRing) each.
 func BenchmarkStairsCheckHorizon(b *testing.B) { benchStairsCheck(b, 3600) }
 
 func benchStairsCheck(b *testing.B, horizon float64) {
