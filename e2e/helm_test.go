@@ -231,8 +231,12 @@ func TestHelmInstall(t *testing.T) {
 	state, run := filepath.Join(n.host, "state"), filepath.Join(n.host, "run")
 	ctx := context.Background()
 	metricsPort := freePort(t)
+	// The agent reads pods through the webhook's node view, on the node's
+	// network here (no kube-proxy for the Service).
+	admPort := strconv.Itoa(freePort(t))
 	values := append(n.values(t, "--set", "metrics.port="+strconv.Itoa(metricsPort)),
-		"--set", "admission.replicas=1", "--set", "admission.port="+strconv.Itoa(freePort(t)))
+		"--set", "admission.replicas=1", "--set", "admission.port="+admPort,
+		"--set", "admission.nodeView.url=https://127.0.0.1:"+admPort)
 
 	// (2, 3) install; the agent's pod becomes Ready through its probes.
 	start := time.Now()
