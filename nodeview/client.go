@@ -11,7 +11,7 @@ import (
 
 // DefaultTokenFile is where the agent's DaemonSet mounts its token for the
 // view (a projected ServiceAccount token of audience Audience).
-const DefaultTokenFile = "/var/run/secrets/migpro.dev/node-view/token"
+const DefaultTokenFile = "/var/run/secrets/migpro.dev/node-view/token" //nolint:gosec // a path, not a credential
 
 // ClientConfig is how a node agent reaches the view: the agent's reads of
 // pods, ReplicaSets, Jobs and Namespaces go there, its writes to the API
