@@ -43,7 +43,7 @@ type options struct {
 
 func newFlags(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("migpro-admission", flag.ContinueOnError)
-	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /mutate-claim, /validate-eviction, /validate-recommendation and /healthz on")
+	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /mutate-claim, /validate-eviction, /validate-recommendation, /healthz and the node view (/api/, /apis/) on")
 	fs.StringVar(&o.certFile, "tls-cert", "", "serving certificate (PEM); required")
 	fs.StringVar(&o.keyFile, "tls-key", "", "serving key (PEM); required")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
