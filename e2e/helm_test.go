@@ -276,6 +276,12 @@ func TestHelmInstall(t *testing.T) {
 		return err
 	})
 	waitScheduledRunning(t, cl, "mig-user", k.NodeName)
+	// The agent saw the pending pod through the node view: its RBAC lets it
+	// read no pod from the API server.
+	if alog, err := cl.Client.CoreV1().Pods(helmNS).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "agent"}).DoRaw(ctx); err != nil ||
+		!strings.Contains(string(alog), "reads through https://127.0.0.1:"+admPort) || strings.Contains(string(alog), "forbidden") {
+		t.Errorf("the agent's log (%v) does not say it reads through the node view, or says forbidden:\n%s", err, alog)
+	}
 	uuids := podMIGs(t, cl, "mig-user")
 	if len(uuids) != 1 {
 		t.Fatalf("mig-user sees %v, want one instance", uuids)
