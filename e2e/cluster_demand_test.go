@@ -80,11 +80,14 @@ func startClusterNode(t *testing.T) (*harness.Cluster, *harness.Kubelet) {
 }
 
 // startNodeAgent runs the agent on a simulated A100 as node k's device
-// plugin, with the identity in kubeconfig.
+// plugin, with the identity in kubeconfig. It keeps the default
+// --assign-grace (30 s), as a user's agent does: none of its tests waits for
+// an instance to go back to idle, and a shorter grace lets a loaded machine's
+// slow PodResources listing release an instance a pod was just given.
 func startNodeAgent(t *testing.T, k *harness.Kubelet, kubeconfig string) *agentProc {
 	t.Helper()
 	return startAgent(t, "a100-40gb", "--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
-		"--kubeconfig", kubeconfig, "--node-name", k.NodeName, "--assign-grace", "5s")
+		"--kubeconfig", kubeconfig, "--node-name", k.NodeName)
 }
 
 // Issue 3, the cluster source: a pod asks for a MIG profile that no node

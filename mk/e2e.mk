@@ -6,6 +6,7 @@
 #   make e2e-deps                 install and build everything
 #   make e2e                      e2e-deps, then all e2e tests
 #   make e2e E2E_RUN=TestSmoke    only tests matching a -run pattern
+#   make e2e E2E_RUN='^(TestA|TestB)$'   the pattern goes to -run as written
 #   make e2e E2E_LOCK=/tmp/x.lock  hold a flock on that file while the tests
 #                                 run, for checkouts sharing one machine (the
 #                                 tests use global paths: /etc/cdi, the
@@ -40,9 +41,9 @@ e2e-deps-helm:
 	@bash e2e/setup/helm.sh
 
 e2e: e2e-deps
-	@echo "[e2e] go test -tags e2e ./e2e/... (timeout $(E2E_TIMEOUT)$(if $(E2E_RUN), -run $(E2E_RUN)))"
+	@echo "[e2e] go test -tags e2e ./e2e/... (timeout $(E2E_TIMEOUT)$(if $(E2E_RUN), -run $(value E2E_RUN)))"
 	@start=$$(date +%s); \
-	$(if $(E2E_LOCK),flock $(E2E_LOCK)) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./e2e/... ; \
+	$(if $(E2E_LOCK),flock $(E2E_LOCK)) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) $(if $(E2E_RUN),-run '$(value E2E_RUN)') ./e2e/... ; \
 	rc=$$?; echo "[e2e] finished in $$(( $$(date +%s) - start ))s, exit $$rc"; exit $$rc
 
 TEST_TARGETS += e2e

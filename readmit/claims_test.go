@@ -1,20 +1,16 @@
 package readmit
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/migpro/migpro/dra"
 	"github.com/migpro/migpro/internal/quietlog"
@@ -69,46 +65,10 @@ func newClaimServer(t *testing.T, pod *corev1.Pod, rules ...Rule) *httptest.Serv
 // returns the response and the claim after its patch.
 func reviewClaim(t *testing.T, srv *httptest.Server, claim *resourceapi.ResourceClaim) (*admissionv1.AdmissionResponse, *resourceapi.ResourceClaim) {
 	t.Helper()
-	raw, err := json.Marshal(claim)
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := &admissionv1.AdmissionRequest{UID: "req-c", Kind: metav1.GroupVersionKind{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"},
 		Resource: metav1.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceclaims"}, Namespace: ns,
-		Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}
-	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
-	resp, err := srv.Client().Post(srv.URL+"/mutate-claim", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	var out admissionv1.AdmissionReview
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	r := out.Response
-	if r == nil || r.UID != req.UID || !r.Allowed {
-		t.Fatalf("response %+v: the webhook must always allow", r)
-	}
-	if len(r.Patch) == 0 {
-		return r, claim
-	}
-	patch, err := jsonpatch.DecodePatch(r.Patch)
-	if err != nil {
-		t.Fatalf("decode patch %s: %v", r.Patch, err)
-	}
-	patched, err := patch.Apply(raw)
-	if err != nil {
-		t.Fatalf("apply patch %s: %v", r.Patch, err)
-	}
-	var got resourceapi.ResourceClaim
-	if err := json.Unmarshal(patched, &got); err != nil {
-		t.Fatal(err)
-	}
-	return r, &got
+		Operation: admissionv1.Create}
+	return postReview(t, srv, "/mutate-claim", req, claim, nil)
 }
 
 func selectors(e *resourceapi.ExactDeviceRequest) []string {

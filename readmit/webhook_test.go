@@ -48,24 +48,34 @@ func replacement(annotations map[string]string) *corev1.Pod {
 // pod after applying its patch.
 func review(t *testing.T, srv *httptest.Server, pod *corev1.Pod, mutate func(*admissionv1.AdmissionRequest)) (*admissionv1.AdmissionResponse, *corev1.Pod) {
 	t.Helper()
-	raw, err := json.Marshal(pod)
+	req := &admissionv1.AdmissionRequest{UID: "req-1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: ns,
+		Operation: admissionv1.Create}
+	return postReview(t, srv, "/mutate", req, pod, mutate)
+}
+
+// postReview posts an AdmissionReview of req, with obj as its object (after
+// mutate, if any, changed req), to path. It checks what every answer of
+// migpro's webhooks must be (a review, for the same uid, allowed, any patch
+// a JSON patch) and returns the response and obj after applying its patch.
+func postReview[T any](t *testing.T, srv *httptest.Server, path string, req *admissionv1.AdmissionRequest, obj *T, mutate func(*admissionv1.AdmissionRequest)) (*admissionv1.AdmissionResponse, *T) {
+	t.Helper()
+	raw, err := json.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := &admissionv1.AdmissionRequest{UID: "req-1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: ns,
-		Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}
+	req.Object = runtime.RawExtension{Raw: raw}
 	if mutate != nil {
 		mutate(req)
 	}
 	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
-	resp, err := srv.Client().Post(srv.URL+"/mutate", "application/json", bytes.NewReader(body))
+	resp, err := srv.Client().Post(srv.URL+path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
+		t.Fatalf("%s: status %d", path, resp.StatusCode)
 	}
 	var out admissionv1.AdmissionReview
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
@@ -79,7 +89,7 @@ func review(t *testing.T, srv *httptest.Server, pod *corev1.Pod, mutate func(*ad
 		t.Fatalf("response uid %q allowed %v: the webhook must always allow", r.UID, r.Allowed)
 	}
 	if len(r.Patch) == 0 {
-		return r, pod
+		return r, obj
 	}
 	if r.PatchType == nil || *r.PatchType != admissionv1.PatchTypeJSONPatch {
 		t.Fatalf("patch type %v", r.PatchType)
@@ -88,15 +98,15 @@ func review(t *testing.T, srv *httptest.Server, pod *corev1.Pod, mutate func(*ad
 	if err != nil {
 		t.Fatalf("decode patch %s: %v", r.Patch, err)
 	}
-	patched, err := patch.Apply(raw)
+	patched, err := patch.Apply(req.Object.Raw)
 	if err != nil {
 		t.Fatalf("apply patch %s: %v", r.Patch, err)
 	}
-	var got corev1.Pod
-	if err := json.Unmarshal(patched, &got); err != nil {
+	got := new(T)
+	if err := json.Unmarshal(patched, got); err != nil {
 		t.Fatal(err)
 	}
-	return r, &got
+	return r, got
 }
 
 func TestWebhookRewritesTheRecommendedRequest(t *testing.T) {
