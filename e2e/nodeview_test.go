@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -174,29 +175,8 @@ func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 	}
 	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
 	base, admLog := startAdmission(t, admKC, certFile, keyFile, caPEM)
-	viewClient := func(name, sa, namespace string, audiences []string, bound *authv1.BoundObjectReference) kubernetes.Interface {
-		t.Helper()
-		tok, err := admin.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
-			ExpirationSeconds: ptrInt64(3600), Audiences: audiences, BoundObjectRef: bound}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("token %s: %v", name, err)
-		}
-		tf := filepath.Join(t.TempDir(), "token")
-		if err := os.WriteFile(tf, []byte(tok.Status.Token), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		rc, err := nodeview.ClientConfig{URL: base, CAFile: cl.CAFile, TokenFile: tf}.RESTConfig("e2e-" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
-	}
 	onA := &authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: "gpu-a", UID: nodes["gpu-a"].UID}
-	view := viewClient("agent-gpu-a", "migpro-agent", "migpro-system", []string{nodeview.Audience}, onA)
+	view := agentViewClient(t, cl, base, "gpu-a")
 
 	stripped := func(what string, p *corev1.Pod) {
 		t.Helper()
@@ -263,14 +243,14 @@ func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 	refused("view: Secrets", err, apierrors.IsForbidden, "not served")
 
 	// Other callers: a token for the API server, another ServiceAccount.
-	apiToken := viewClient("agent-api-audience", "migpro-agent", "migpro-system", nil, onA)
+	apiToken := nodeViewClient(t, cl, base, "migpro-system", "migpro-agent", nil, onA)
 	_, err = apiToken.CoreV1().Pods("tenant").Get(ctx, "train-a", metav1.GetOptions{})
 	refused("view: the agent's API server token", err, apierrors.IsUnauthorized, "")
 	mustCreate(t, func() error {
 		_, err := admin.CoreV1().ServiceAccounts("tenant").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "snoop"}}, metav1.CreateOptions{})
 		return err
 	})
-	snoop := viewClient("snoop", "snoop", "tenant", []string{nodeview.Audience}, onA)
+	snoop := nodeViewClient(t, cl, base, "tenant", "snoop", []string{nodeview.Audience}, onA)
 	_, err = snoop.CoreV1().Pods("tenant").Get(ctx, "train-a", metav1.GetOptions{})
 	refused("view: another ServiceAccount bound to gpu-a", err, apierrors.IsForbidden, "not the node agent")
 
@@ -310,4 +290,81 @@ func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 	if obj, ok, _ := inf.GetStore().GetByKey("tenant/pending-mig-2"); ok {
 		stripped("watched pending-mig-2", obj.(*corev1.Pod))
 	}
+}
+
+// nodeViewClient is a clientset of the node view at base (migpro-admission,
+// serving with a certificate of the cluster's CA) with a token of the
+// ServiceAccount namespace/sa for audiences (nil: the API server's), bound
+// to bound.
+func nodeViewClient(t *testing.T, cl *harness.Cluster, base, namespace, sa string, audiences []string, bound *authv1.BoundObjectReference) kubernetes.Interface {
+	t.Helper()
+	tok, err := cl.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+		ExpirationSeconds: ptrInt64(3600), Audiences: audiences, BoundObjectRef: bound}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token of %s/%s: %v", namespace, sa, err)
+	}
+	tf := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tf, []byte(tok.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := nodeview.ClientConfig{URL: base, CAFile: cl.CAFile, TokenFile: tf}.RESTConfig("e2e-" + sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// agentViewClient is the node view as the agent of node reads it: a token
+// of migpro-agent for the view's audience, bound to node (as the
+// DaemonSet's projected token is bound to its pod, and so to the node).
+func agentViewClient(t *testing.T, cl *harness.Cluster, base, node string) kubernetes.Interface {
+	t.Helper()
+	n, err := cl.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodeViewClient(t, cl, base, "migpro-system", "migpro-agent", []string{nodeview.Audience},
+		&authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: n.UID})
+}
+
+// chartAgentRBACWithoutView is the agent's RBAC (rbac.yaml and
+// rbac-readmit.yaml) as the chart renders it with the node view off
+// (admission.nodeView.enabled=false): for tests of an agent that reads from
+// the API server.
+func chartAgentRBACWithoutView(t *testing.T) []byte {
+	t.Helper()
+	cmd := exec.Command(harness.Bin(t, "helm"), "template", "migpro", "deploy/helm/migpro", "--namespace", "migpro-system",
+		"--set", "admission.certManager=false", "--set", "admission.generateCert=false", "--set", "admission.nodeView.enabled=false",
+		"--show-only", "templates/rbac.yaml", "--show-only", "templates/rbac-readmit.yaml")
+	cmd.Dir = repoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template the agent's RBAC without the node view: %v", err)
+	}
+	return out
+}
+
+// agentViewFlags are the flags that send a migpro-agent of node to the node
+// view at base, with a token of migpro-agent for the view bound to node.
+func agentViewFlags(t *testing.T, cl *harness.Cluster, base, node string) []string {
+	t.Helper()
+	n, err := cl.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").CreateToken(context.Background(), "migpro-agent", &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600), Audiences: []string{nodeview.Audience},
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: n.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("node view token for %s: %v", node, err)
+	}
+	tf := filepath.Join(cl.Dir, "node-view-"+node+".token")
+	if err := os.WriteFile(tf, []byte(tok.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--node-view", base, "--node-view-ca", cl.CAFile, "--node-view-token", tf}
 }

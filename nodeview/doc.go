@@ -25,6 +25,7 @@
 // Every pod and pod template it returns has what could carry a secret and
 // the agent never reads stripped (strip.go). The paths are the API server's,
 // so the agent's client-go clients and informers work against the view
-// unchanged (client.go builds their configuration). Everything else is
-// refused with one line that says why.
+// unchanged: client.go builds their configuration, and ReadsThrough
+// (reads.go) sends an agent's reads to the view and its writes to the API
+// server. Everything else is refused with one line that says why.
 package nodeview

@@ -139,7 +139,7 @@ func newLink(ctx context.Context, a *agent.Agent, o options) (agent.Cluster, err
 			if err != nil {
 				return nil, fmt.Errorf("cluster: node view client: %w", err)
 			}
-			cs = readsThrough(cs, reads)
+			cs = nodeview.ReadsThrough(cs, reads)
 			host += ", reads through " + o.view.URL
 		}
 	}

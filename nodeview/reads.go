@@ -1,4 +1,4 @@
-package kube
+package nodeview
 
 import (
 	"context"
@@ -13,17 +13,27 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
-// readsThrough is the agent's client when its reads go through the node
-// view (package nodeview): pods (get, list, watch), ReplicaSets, Jobs and
-// Namespaces (get) are read from reads; everything else, writes included
-// (patches, evictions, events, ConfigMaps, nodes), goes to api.
-func readsThrough(api, reads Client) Client {
-	return groupClients{
-		core:  viewCore{CoreV1Interface: api.CoreV1(), reads: reads.CoreV1()},
-		apps:  viewApps{AppsV1Interface: api.AppsV1(), reads: reads.AppsV1()},
-		batch: viewBatch{BatchV1Interface: api.BatchV1(), reads: reads.BatchV1()},
+// ReadsThrough is the agent's client when its reads go through the view:
+// pods (get, list, watch), ReplicaSets, Jobs and Namespaces (get) are read
+// from view; everything else, writes included (patches, evictions, events,
+// ConfigMaps, nodes), goes to api.
+func ReadsThrough(api, view Reads) Reads {
+	return split{
+		core:  viewCore{CoreV1Interface: api.CoreV1(), reads: view.CoreV1()},
+		apps:  viewApps{AppsV1Interface: api.AppsV1(), reads: view.AppsV1()},
+		batch: viewBatch{BatchV1Interface: api.BatchV1(), reads: view.BatchV1()},
 	}
 }
+
+type split struct {
+	core  typedcorev1.CoreV1Interface
+	apps  typedappsv1.AppsV1Interface
+	batch typedbatchv1.BatchV1Interface
+}
+
+func (s split) CoreV1() typedcorev1.CoreV1Interface    { return s.core }
+func (s split) AppsV1() typedappsv1.AppsV1Interface    { return s.apps }
+func (s split) BatchV1() typedbatchv1.BatchV1Interface { return s.batch }
 
 type viewCore struct {
 	typedcorev1.CoreV1Interface

@@ -1,4 +1,4 @@
-package kube
+package nodeview_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/migpro/migpro/nodeview"
 )
 
 // With the node view the agent reads pods, ReplicaSets, Jobs and
@@ -23,7 +25,7 @@ func TestReadsThroughTheViewWritesToTheAPIServer(t *testing.T) {
 			&batchv1.Job{ObjectMeta: meta("j")}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"from": where}}})
 	}
 	api, view := mk("api"), mk("view")
-	cs := readsThrough(api, view)
+	cs := nodeview.ReadsThrough(api, view)
 	ctx := context.Background()
 	from := func(what string, l map[string]string, err error) {
 		t.Helper()
