@@ -153,7 +153,7 @@ func newReplayCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&opt.mix, "mix", "", "generated workload: small, mixed, llm, pcie or stream (default small)")
-	f.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file, ours or an OpenB pod list (see docs/replay.md)")
+	f.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file, ours or an OpenB pod list (see docs/replay-workloads.md)")
 	f.IntVar(&opt.jobs, "jobs", 0, "number of generated jobs (default: the mix's)")
 	f.Uint64Var(&opt.seed, "seed", 1, "seed of the generated workload and of the simulation")
 	f.StringVar(&opt.ratio, "ratio", "4:0:1:1", "small:medium:large:full weights of the mixed mix")
