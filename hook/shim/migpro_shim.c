@@ -325,7 +325,7 @@ static CUresult finish_free(struct slot *t, unsigned bits, CUresult r, unsigned 
 	return r;
 }
 
-EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+CUresult shim_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	alloc_fn f = (alloc_fn)shim_real(S_ALLOC);
 	if (f == NULL)
@@ -336,7 +336,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	return r;
 }
 
-EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned int elem)
+CUresult shim_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned int elem)
 {
 	pitch_fn f = (pitch_fn)shim_real(S_PITCH);
 	if (f == NULL)
@@ -347,7 +347,7 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t widt
 	return r;
 }
 
-EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+CUresult shim_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
 	managed_fn f = (managed_fn)shim_real(S_MANAGED);
 	if (f == NULL)
@@ -369,12 +369,12 @@ static CUresult alloc_async(enum slot_id slot, CUdeviceptr *dptr, size_t bytesiz
 	return r;
 }
 
-EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t n, CUstream stream)
+CUresult shim_cuMemAllocAsync(CUdeviceptr *dptr, size_t n, CUstream stream)
 {
 	return alloc_async(S_ASYNC, dptr, n, stream);
 }
 
-EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t n, CUstream stream)
+CUresult shim_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t n, CUstream stream)
 {
 	return alloc_async(S_ASYNC_PTSZ, dptr, n, stream);
 }
@@ -390,17 +390,17 @@ static CUresult alloc_pool(enum slot_id slot, CUdeviceptr *dptr, size_t bytesize
 	return r;
 }
 
-EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream stream)
+CUresult shim_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream stream)
 {
 	return alloc_pool(S_POOL, dptr, n, pool, stream);
 }
 
-EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream stream)
+CUresult shim_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream stream)
 {
 	return alloc_pool(S_POOL_PTSZ, dptr, n, pool, stream);
 }
 
-EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+CUresult shim_cuMemFree_v2(CUdeviceptr p)
 {
 	free_fn f = (free_fn)shim_real(S_FREE);
 	if (f == NULL)
@@ -421,17 +421,17 @@ static CUresult free_async(enum slot_id slot, CUdeviceptr p, CUstream stream)
 	return finish_free(ptr_tbl, PTR_BITS, f(p, stream), p, n, known);
 }
 
-EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream stream)
+CUresult shim_cuMemFreeAsync(CUdeviceptr p, CUstream stream)
 {
 	return free_async(S_FREE_ASYNC, p, stream);
 }
 
-EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream stream)
+CUresult shim_cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream stream)
 {
 	return free_async(S_FREE_ASYNC_PTSZ, p, stream);
 }
 
-EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
+CUresult shim_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
 {
 	create_fn f = (create_fn)shim_real(S_CREATE);
 	if (f == NULL)
@@ -442,7 +442,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, c
 	return r;
 }
 
-EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+CUresult shim_cuMemRelease(CUmemGenericAllocationHandle handle)
 {
 	release_fn f = (release_fn)shim_real(S_RELEASE);
 	if (f == NULL)
@@ -452,7 +452,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	return finish_free(handle_tbl, HANDLE_BITS, f(handle), handle, n, known);
 }
 
-EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
+CUresult shim_cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
 {
 	info_fn f = (info_fn)shim_real(S_INFO);
 	if (f == NULL)

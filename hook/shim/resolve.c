@@ -41,22 +41,22 @@ static const char *const slot_name[S_COUNT] = {
 };
 
 static void *const slot_wrapper[S_COUNT] = {
-	[S_ALLOC] = (void *)cuMemAlloc_v2,
-	[S_PITCH] = (void *)cuMemAllocPitch_v2,
-	[S_MANAGED] = (void *)cuMemAllocManaged,
-	[S_ASYNC] = (void *)cuMemAllocAsync,
-	[S_ASYNC_PTSZ] = (void *)cuMemAllocAsync_ptsz,
-	[S_POOL] = (void *)cuMemAllocFromPoolAsync,
-	[S_POOL_PTSZ] = (void *)cuMemAllocFromPoolAsync_ptsz,
-	[S_FREE] = (void *)cuMemFree_v2,
-	[S_FREE_ASYNC] = (void *)cuMemFreeAsync,
-	[S_FREE_ASYNC_PTSZ] = (void *)cuMemFreeAsync_ptsz,
-	[S_CREATE] = (void *)cuMemCreate,
-	[S_RELEASE] = (void *)cuMemRelease,
-	[S_INFO] = (void *)cuMemGetInfo_v2,
+	[S_ALLOC] = (void *)shim_cuMemAlloc_v2,
+	[S_PITCH] = (void *)shim_cuMemAllocPitch_v2,
+	[S_MANAGED] = (void *)shim_cuMemAllocManaged,
+	[S_ASYNC] = (void *)shim_cuMemAllocAsync,
+	[S_ASYNC_PTSZ] = (void *)shim_cuMemAllocAsync_ptsz,
+	[S_POOL] = (void *)shim_cuMemAllocFromPoolAsync,
+	[S_POOL_PTSZ] = (void *)shim_cuMemAllocFromPoolAsync_ptsz,
+	[S_FREE] = (void *)shim_cuMemFree_v2,
+	[S_FREE_ASYNC] = (void *)shim_cuMemFreeAsync,
+	[S_FREE_ASYNC_PTSZ] = (void *)shim_cuMemFreeAsync_ptsz,
+	[S_CREATE] = (void *)shim_cuMemCreate,
+	[S_RELEASE] = (void *)shim_cuMemRelease,
+	[S_INFO] = (void *)shim_cuMemGetInfo_v2,
 	[S_RANGE] = NULL,
-	[S_GPA] = (void *)cuGetProcAddress,
-	[S_GPA2] = (void *)cuGetProcAddress_v2,
+	[S_GPA] = (void *)shim_cuGetProcAddress,
+	[S_GPA2] = (void *)shim_cuGetProcAddress_v2,
 };
 
 static void *slot_real[S_COUNT];
@@ -101,6 +101,32 @@ static dlsym_fn real_dlsym(void)
 	return f;
 }
 
+typedef void *(*dlopen_fn)(const char *, int);
+static void *local_driver;
+
+/* local_sym finds name in a libcuda that is loaded but outside the global
+ * scope: a library linked against libcuda and dlopen()ed without
+ * RTLD_GLOBAL (as Python loads extension modules) brings it in privately.
+ * That library's calls still bind to the shim's exports (the global scope
+ * is searched first), so the wrappers must find the real entry points
+ * there: RTLD_NOLOAD opens only what is already loaded. Asked only while a
+ * libcuda is mapped, so a program without one keeps its dlerror() text. */
+static void *local_sym(dlsym_fn d, const char *name)
+{
+	void *h = __atomic_load_n(&local_driver, __ATOMIC_ACQUIRE);
+	if (h == NULL) {
+		if (dlvsym == NULL || shim_cuda_mapped() != 1)
+			return NULL;
+		dlopen_fn o = (dlopen_fn)dlvsym(RTLD_NEXT, "dlopen", GLIBC_BASE);
+		if (o == NULL || (h = o("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) == NULL)
+			return NULL;
+		/* Kept open for good: the slots hold pointers into it. A
+		 * thread racing here opens it twice, which only counts twice. */
+		__atomic_store_n(&local_driver, h, __ATOMIC_RELEASE);
+	}
+	return d(h, name);
+}
+
 void *shim_real(enum slot_id s)
 {
 	void *f = __atomic_load_n(&slot_real[s], __ATOMIC_ACQUIRE);
@@ -111,6 +137,8 @@ void *shim_real(enum slot_id s)
 		return NULL;
 	/* RTLD_NEXT is relative to the caller, and the caller is this shim. */
 	f = d(RTLD_NEXT, slot_name[s]);
+	if (f == NULL)
+		f = local_sym(d, slot_name[s]);
 	if (f == NULL || f == slot_wrapper[s])
 		return NULL;
 	void *none = NULL;
@@ -220,7 +248,7 @@ static void *wrap_proc(const char *sym, void *real, int ver, cuuint64_t flags)
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t);
 typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t, void *);
 
-EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags)
+CUresult shim_cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags)
 {
 	gpa_fn f = (gpa_fn)shim_real(S_GPA);
 	if (f == NULL)
@@ -231,7 +259,7 @@ EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_
 	return r;
 }
 
-EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags, void *status)
+CUresult shim_cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags, void *status)
 {
 	gpa2_fn f = (gpa2_fn)shim_real(S_GPA2);
 	if (f == NULL)

@@ -64,23 +64,36 @@ int shim_sendto(int fd, const void *m, size_t n);
  * calls nothing of migpro_shim.c. */
 void shim_sock_after_fork(void);
 
-/* The wrappers (migpro_shim.c). */
-CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
-CUresult cuMemAllocPitch_v2(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
-CUresult cuMemAllocManaged(CUdeviceptr *, size_t, unsigned int);
-CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr *, size_t, CUstream);
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
-CUresult cuMemFree_v2(CUdeviceptr);
-CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr, CUstream);
-CUresult cuMemCreate(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
-CUresult cuMemRelease(CUmemGenericAllocationHandle);
-CUresult cuMemGetInfo_v2(size_t *, size_t *);
+/* The wrappers, hidden: exports.c exports each under the driver's name
+ * (cuMemAlloc_v2 for shim_cuMemAlloc_v2...) as an indirect function that
+ * resolves to it only while a libcuda is mapped. Inside the shim, always use
+ * these names: the exported ones may resolve to NULL. HIDDEN on the
+ * declarations too, so other files take their address PC-relative, which
+ * needs no relocation (exports.c's resolvers may run before the loader
+ * relocated the shim). */
+#define HIDDEN __attribute__((visibility("hidden")))
 
-/* The resolver's wrappers (resolve.c). */
-CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
-CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, void *);
+/* migpro_shim.c */
+HIDDEN CUresult shim_cuMemAlloc_v2(CUdeviceptr *, size_t);
+HIDDEN CUresult shim_cuMemAllocPitch_v2(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+HIDDEN CUresult shim_cuMemAllocManaged(CUdeviceptr *, size_t, unsigned int);
+HIDDEN CUresult shim_cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
+HIDDEN CUresult shim_cuMemAllocAsync_ptsz(CUdeviceptr *, size_t, CUstream);
+HIDDEN CUresult shim_cuMemAllocFromPoolAsync(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+HIDDEN CUresult shim_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+HIDDEN CUresult shim_cuMemFree_v2(CUdeviceptr);
+HIDDEN CUresult shim_cuMemFreeAsync(CUdeviceptr, CUstream);
+HIDDEN CUresult shim_cuMemFreeAsync_ptsz(CUdeviceptr, CUstream);
+HIDDEN CUresult shim_cuMemCreate(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+HIDDEN CUresult shim_cuMemRelease(CUmemGenericAllocationHandle);
+HIDDEN CUresult shim_cuMemGetInfo_v2(size_t *, size_t *);
+
+/* resolve.c */
+HIDDEN CUresult shim_cuGetProcAddress(const char *, void **, int, cuuint64_t);
+HIDDEN CUresult shim_cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, void *);
+
+/* exports.c: 1 when a libcuda is mapped in the process, 0 when none is, -1
+ * when it cannot tell. Safe anywhere: raw system calls only. */
+HIDDEN int shim_cuda_mapped(void);
 
 #endif

@@ -64,6 +64,9 @@ func runPatternVia(t *testing.T, a Artifacts, socket, via string, steps ...strin
 	t.Helper()
 	cmd := exec.Command(a.Pattern, steps...)
 	cmd.Env = []string{"LD_PRELOAD=" + a.Shim, "MIGPRO_TELEMETRY_SOCKET=" + socket, "STUB_TOTAL_BYTES=1048576000", "PATTERN_VIA=" + via}
+	if via == "link-now" { // linked, every reference bound at start-up
+		cmd.Env = append(cmd.Env, "PATTERN_VIA=link", "LD_BIND_NOW=1")
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("pattern %v: %v\n%s", steps, err, out)
 	}
@@ -88,9 +91,11 @@ func waitTop(t *testing.T, s *telemetry.Service, cond func(telemetry.TopEntry) b
 // through every intercepted call, from several threads, however the program
 // reached the driver: linked symbols, dlsym on its own libcuda handle, or
 // cuGetProcAddress as the CUDA runtime does (both bypass LD_PRELOAD unless
-// the shim wraps dlsym and cuGetProcAddress).
+// the shim wraps dlsym and cuGetProcAddress); linked symbols both bound
+// lazily and at start-up (LD_BIND_NOW), since the shim's exports are
+// indirect functions (hook/shim/exports.c).
 func TestShimReportsExactCounts(t *testing.T) {
-	for _, via := range []string{"link", "dlsym", "procaddress"} {
+	for _, via := range []string{"link", "link-now", "dlsym", "procaddress"} {
 		t.Run(via, func(t *testing.T) { testExactCounts(t, via) })
 	}
 }
