@@ -55,6 +55,9 @@ type replayJSON struct {
 	LowerBound   float64 `json:"lowerBoundSeconds"`
 	Ratio        float64 `json:"makespanOverLowerBound"`
 	WallSeconds  float64 `json:"wallSeconds"`
+	// Fragmented lists the fragmentation waits, each with the instances
+	// in the way on every GPU that had the slices and slots for it.
+	Fragmented []replay.FragmentedWait `json:"fragmentationWaits"`
 }
 
 func (opt *replayOptions) run(stdout io.Writer) error {
@@ -90,7 +93,8 @@ func (opt *replayOptions) run(stdout io.Writer) error {
 		out := make([]replayJSON, len(results))
 		for i, r := range results {
 			out[i] = replayJSON{r.Policy, r.Detail, r.Jobs, r.Makespan, r.Throughput, r.MeanJCT, r.P95JCT, r.MemUtil,
-				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.Reservations, r.Backfills, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds()}
+				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.Reservations, r.Backfills, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds(),
+				append([]replay.FragmentedWait{}, r.FragmentedWaits...)}
 		}
 		if err := ctl.WriteJSON(stdout, out); err != nil {
 			return err
