@@ -1,6 +1,10 @@
 package predictor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/migpro/migpro/predictor/internal/ablate"
+)
 
 // loadSeries is a 10 Hz series: a CUDA context, then a load that rises at
 // rate bytes/s in calls of call bytes until it stops at top, then flat. With
@@ -29,7 +33,7 @@ func TestBulkRiseIsReadAsALoad(t *testing.T) {
 	const capacity = 10 << 30
 	const top = capacity - 512<<20 - 1200<<20
 	run := func(s []Sample, noGate bool) (Mark, bool) {
-		p, err := New(ForSeconds(Config{Capacity: capacity, NoBulkGate: noGate}))
+		p, err := New(ForSeconds(switchOff(Config{Capacity: capacity}, noGate, ablate.BulkGate)))
 		if err != nil {
 			t.Fatal(err)
 		}

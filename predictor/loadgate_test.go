@@ -1,6 +1,7 @@
 package predictor_test
 
 import (
+	"github.com/migpro/migpro/predictor/internal/ablate"
 	"testing"
 
 	"github.com/migpro/migpro/predictor"
@@ -29,8 +30,7 @@ func TestAWindowHoldingTheLoadDoesNotMarkItsEnd(t *testing.T) {
 	grows := func(t float64) float64 { return 0.5*gb + min(t, 5)*0.5*gb + max(0, t-5)*0.15*gb }
 	const oom = 5 + 7.5/0.15
 	cfg := predictor.ForSeconds(predictor.Config{Capacity: 10 * gb})
-	off := cfg
-	off.NoLoadGate = true
+	off := ablate.Without(cfg, ablate.LoadGate).(predictor.Config)
 	ungated := 0
 	for _, hz := range []float64{10, 1} {
 		if at := markAt(t, cfg, hz, 300, vllm); at >= 0 {

@@ -1,5 +1,7 @@
 package predictor
 
+import "github.com/migpro/migpro/predictor/internal/ablate"
+
 // migpro extends the baseline where it is weak:
 //   - the fit covers only a sliding window of the peak series, so a warm-up
 //     ramp leaves it instead of tilting it for the whole run;
@@ -153,10 +155,10 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 		// Already at the limit: nothing to forecast, no reason to wait.
 		return m.decide(p, &m.sc[0], s.T, verdict{target: s.T, reason: ReasonOverCapacity})
 	}
-	if p.cfg.NearTime > 0 && !p.cfg.NoTrendGate {
+	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.TrendGate) {
 		m.stairs.observe(s.T, float64(s.Used), p.peak, p.allocs, capacity)
 	}
-	if p.cfg.NearTime > 0 && !p.cfg.NoStairs && !p.cfg.NoTrendGate {
+	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.Stairs) && !p.cfg.without(ablate.TrendGate) {
 		if v, hit := m.stairs.check(p, s.T); hit {
 			return m.decide(p, &m.sc[0], s.T, v)
 		}
@@ -174,7 +176,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 			return m.persist(p, sc, s.T, v)
 		}
 	}
-	if !p.cfg.NoSawtooth && !p.cfg.NoTrendGate {
+	if !p.cfg.without(ablate.Sawtooth) && !p.cfg.without(ablate.TrendGate) {
 		if v, hit := m.saw.check(p, s.T); hit {
 			return m.persist(p, &m.sc[0], s.T, v)
 		}
@@ -214,13 +216,13 @@ type verdict struct {
 // check reports whether one window sees sustained growth that exceeds
 // capacity by the horizon or within the lead time.
 func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
-	if !m.growing(sc, p.cfg.Z, p.cfg.NoTrendGate) {
+	if !m.growing(sc, p.cfg.Z, p.cfg.without(ablate.TrendGate)) {
 		return verdict{}, false
 	}
 	capacity := float64(p.cfg.Capacity)
 	// The load gate: NVML only, a window that holds the container's load
 	// reads the load as its trend (docs/predictor.md, "Load gate").
-	if p.cfg.NearTime > 0 && !p.cfg.NoLoadGate && m.back(0).allocs == 0 && m.stairs.holdsLoad(m.back(sc.held-1).t, now) {
+	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.LoadGate) && m.back(0).allocs == 0 && m.stairs.holdsLoad(m.back(sc.held-1).t, now) {
 		return verdict{}, false
 	}
 	upper := func(t float64) float64 { return sc.fit.at(t) + p.cfg.Z*sc.fit.sigma() }
@@ -230,7 +232,7 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 	elapsed := now - p.first
 	lead := p.cfg.leadFor(m.riseLead(sc, &p.cfg), elapsed)
 	tto := max(0, (capacity-upper(now))/sc.fit.slope())
-	if tto > lead || (!p.cfg.NoJumpGate && m.jumpOnly(sc)) {
+	if tto > lead || (!p.cfg.without(ablate.JumpGate) && m.jumpOnly(sc)) {
 		return verdict{}, false
 	}
 	// With no horizon the size to readmit on is a guess: expect the run to
@@ -248,7 +250,7 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 // (BulkLeadFactor). Without the shim (allocs 0), or when no call explains
 // the rise, the two cannot be told apart (BlindLeadFactor).
 func (m *migpro) riseLead(sc *scale, cfg *Config) float64 {
-	if cfg.NoBulkGate {
+	if cfg.without(ablate.BulkGate) {
 		return cfg.LeadFactor
 	}
 	newest, oldest := m.back(0), m.back(sc.held-1)
@@ -402,7 +404,7 @@ func (m *migpro) forecast(p *Predictor, t float64) (float64, bool) {
 	if sc.fit.n < 2 {
 		return 0, false
 	}
-	if !m.growing(sc, p.cfg.Z, p.cfg.NoTrendGate) {
+	if !m.growing(sc, p.cfg.Z, p.cfg.without(ablate.TrendGate)) {
 		return p.peak, true
 	}
 	return max(sc.fit.at(t), p.peak), true

@@ -1,6 +1,7 @@
 package predictor
 
 import (
+	"github.com/migpro/migpro/predictor/internal/ablate"
 	"math"
 	"testing"
 )
@@ -26,7 +27,7 @@ func sawSeries(grow, acts float64, n int) []Sample {
 func TestSawtoothGrowth(t *testing.T) {
 	const capacity = 10 << 30
 	run := func(s []Sample, noSaw bool) (Mark, bool, float64) {
-		p, err := New(ForSeconds(Config{Capacity: capacity, NoSawtooth: noSaw}))
+		p, err := New(ForSeconds(switchOff(Config{Capacity: capacity}, noSaw, ablate.Sawtooth)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,15 +29,27 @@ import "math"
 //     oldest to now, so it falls while no step comes: a run that has stopped
 //     (no rise for stairsBreakGap mean gaps) never marks.
 //   - A run whose usage fell back below the level it started from gave back
-//     what it rose (a sawtooth's tops, bursts freed): never growth.
+//     what it rose (a sawtooth's tops, bursts freed): never growth. Without
+//     a horizon, neither is a run that, once it held stairsEpisodeRises
+//     rises, gave back three quarters of its rise (gaveBack), nor one whose
+//     latest usage is under half of its rise; and the time to OOM is
+//     projected from the latest usage, not from the peak.
+//   - A run that starts with a jump (at 1 Hz a fast load is one poll's
+//     jump) is followed, after a pause of stairsPause, by an eligible run,
+//     as a load of several rises is.
+//   - Without a horizon, a run is read as episodes (see episode): a gap
+//     that holds most of the time the held rises span ends the rises before
+//     it, which stopped; only the latest episode may mark, on its own gaps
+//     and over its own span of at least stairsNearSpan.
 //   - With a horizon, a young run counts from the end of the load before
 //     its pause (anchor), the pause as one more gap.
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
-//     rate·(1+stairsZ·cv/√m). Without a horizon, migpro marks when the time
-//     to OOM at the fast bound is under NearTime (and the eviction time). A
-//     warm-up staircase that stops under capacity is far from its OOM when it
-//     stops; steady growth reaches NearTime before its OOM.
+//     rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Without a horizon,
+//     migpro marks when the time to OOM at the fast bound is under NearTime
+//     (and the eviction time). A warm-up staircase that stops under
+//     capacity is far from its OOM when it stops; steady growth reaches
+//     NearTime before its OOM.
 //   - With a horizon, it marks when the slow bound rate·(1−stairsZ·cv/√m),
 //     but never under half the rate, carries the peak past capacity before
 //     the horizon.
@@ -68,6 +80,20 @@ type stairs struct {
 	// (its load), once a pause has ended it (loaded).
 	loadEnd float64
 	loaded  bool
+	jumped  bool // the run started with a jump (a rise over stairsBreakSize steps)
+	// gaveBack: since it held stairsEpisodeRises rises, the run's usage
+	// fell by more than three quarters of its rise (a training step's
+	// activations freed), which growth never does; a KV cache that frees a
+	// block now and then gives back a step, not its rise.
+	gaveBack bool
+	// epStart is the time of the first rise of the run's latest episode
+	// (see episode), epRises how many rises it holds.
+	epStart float64
+	epRises int
+	// cur is the latest usage: the time to OOM is projected from it, not
+	// from the peak, so a rise given back (a training step's activations
+	// freed) is not running out.
+	cur float64
 }
 
 // rise is one rise: its time, the peak after it, the gap and step before
@@ -88,6 +114,17 @@ const (
 	// it marks when half the rate still reaches capacity by the horizon.
 	stairsHalf = 0.5
 	stairsZ    = 1.5
+	// stairsMaxWiden caps how far the gaps' spread widens the fast bound
+	// without a horizon: rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Gaps
+	// more irregular than that say the run is bursts or episodes, which is
+	// no reason to expect it faster.
+	stairsMaxWiden = 0.5
+	// stairsEpisodeShare: a run one of whose gaps holds more than this
+	// share of its span is episodes, not a trend (see episode), judged
+	// once the run holds stairsEpisodeRises rises (a gap among two or
+	// three is no pause, just the spread of a young run's gaps).
+	stairsEpisodeShare = 0.6
+	stairsEpisodeRises = 4
 	// stairsPause is the shortest pause, in seconds, after which a run can
 	// be growth: a load's tensor-sized chunks leave irregular gaps of a
 	// second or so, which must not split it into runs that could mark.
@@ -95,11 +132,20 @@ const (
 	// stairsMinSpan is the shortest run, in seconds, that can mark: a burst
 	// of rises within a second or two is one step, not a rate.
 	stairsMinSpan = 4
+	// stairsNearSpan is the shortest episode, in seconds, that can mark
+	// without a horizon: a run that marks then is projected up to NearTime
+	// (10 s) ahead, and never much beyond 1.7 times what it was watched.
+	// (4 s marked training steps and model loads of 4-6 s after a pause,
+	// sealed set v1; docs/predictor-episodes.md.)
+	stairsNearSpan = 6
 )
 
 // observe updates the runs with the peak at t; capacity sets the quantum.
 func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
-	s.low = min(s.low, used)
+	s.low, s.cur = min(s.low, used), used
+	if s.n >= stairsEpisodeRises && peak-used > 0.75*(peak-s.base) {
+		s.gaveBack = true
+	}
 	if !s.started {
 		s.started, s.level, s.tol = true, peak, stairsQuantum*capacity/2
 		return
@@ -114,6 +160,16 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 		s.reset(rise{t, peak, 0, step, allocs}, false)
 		return
 	}
+	if s.n == 1 && s.jumped && !s.eligible && gap >= stairsPause {
+		// A load read as one jump (a poll once a second), then a pause.
+		prev := s.ring[(s.head+stairsRing-1)%stairsRing]
+		if !s.loaded {
+			s.loaded, s.loadEnd = true, prev.t
+		}
+		s.reset(rise{t, peak, gap, step, allocs}, true)
+		s.anchor, s.anchored = prev, true
+		return
+	}
 	if s.n >= 2 {
 		m := float64(s.n - 1)
 		long := !s.eligible && gap > stairsBreakGap*s.gapSum/m && gap >= stairsPause
@@ -123,10 +179,22 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 				s.loaded, s.loadEnd = true, prev.t
 			}
 			s.reset(rise{t, peak, gap, step, allocs}, long || s.eligible)
-			s.anchor, s.anchored = prev, long
+			s.anchor, s.anchored, s.jumped = prev, long, !long
 			return
 		}
 	}
+	if s.eligible && s.n >= stairsEpisodeRises {
+		// A gap that holds most of the time spanned by the held rises and it
+		// ends an episode: the rises before it stopped (see episode).
+		oldest := s.ring[s.head%stairsRing]
+		if s.n < stairsRing {
+			oldest = s.ring[0]
+		}
+		if gap > stairsEpisodeShare*(t-oldest.t) {
+			s.epStart, s.epRises = t, 0
+		}
+	}
+	s.epRises++
 	if s.n == stairsRing {
 		// Drop the oldest: its successor's gap and step leave the sums.
 		next := s.ring[(s.head+1)%stairsRing]
@@ -169,7 +237,9 @@ func (s *stairs) reset(r rise, eligible bool) {
 	s.ring[0] = r
 	s.head, s.n = 1, 1
 	s.gapSum, s.gapSqSum, s.stepSum = 0, 0, 0
-	s.lastT, s.start, s.eligible, s.anchored = r.t, r.t, eligible, false
+	s.lastT, s.start, s.eligible, s.anchored, s.jumped = r.t, r.t, eligible, false, false
+	s.gaveBack = false
+	s.epStart, s.epRises = r.t, 1
 	s.low, s.base = r.y, r.y-r.step
 }
 
@@ -188,7 +258,15 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 		gaps, gapSum, gapSqSum = gaps+1, gapSum+g, gapSqSum+g*g
 		oldest = s.anchor
 	}
-	if !s.eligible || gaps < minGaps || gaps < 1 || now-s.start < stairsMinSpan {
+	start, span := s.start, float64(stairsMinSpan)
+	if !fromPause {
+		start, span = s.epStart, stairsNearSpan
+		if e, ok := s.episode(); ok {
+			oldest, gaps, gapSum, gapSqSum = e.first, e.gaps, e.gapSum, e.gapSqSum
+			start = max(start, e.first.t)
+		}
+	}
+	if !s.eligible || gaps < minGaps || gaps < 1 || now-start < span {
 		return 0, 0, false
 	}
 	if s.low < s.base-s.tol {
@@ -214,6 +292,46 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 	return r, math.Sqrt(v) / mean / math.Sqrt(m), true
 }
 
+// episodeOf is the rises of a run's latest episode.
+type episodeOf struct {
+	first            rise
+	gaps             int
+	gapSum, gapSqSum float64
+}
+
+// episode returns the held rises of the run's latest episode, when it
+// began after the oldest held rise: the rises after a gap that holds more
+// than stairsEpisodeShare of the time the held rises span. Such a run is
+// episodes (a load, another load after a pause; a profiling pass, then a
+// cache reserved at once), each of which stopped, not one trend. Without
+// a horizon only the latest episode may mark, on its own evidence: its
+// gaps, its span since epStart (where an episode began when its gap
+// ended, which the ring may have dropped since) and its rate.
+func (s *stairs) episode() (episodeOf, bool) {
+	if s.n < 3 {
+		return episodeOf{}, false
+	}
+	at := func(j int) rise { return s.ring[(s.head+stairsRing-1-j)%stairsRing] }
+	// j: the episode's first rise, counted back from the newest (0): the
+	// rise after the longest held gap, when that gap holds most of the span.
+	longest, j := 0.0, 0
+	for i := 0; i < s.n-1; i++ {
+		if g := at(i).gap; g > longest {
+			longest, j = g, i
+		}
+	}
+	if longest <= stairsEpisodeShare*(at(0).t-at(s.n-1).t) {
+		return episodeOf{}, false
+	}
+	e := episodeOf{first: at(j), gaps: j}
+	for i := 0; i < j; i++ {
+		g := at(i).gap
+		e.gapSum += g
+		e.gapSqSum += g * g
+	}
+	return e, true
+}
+
 // check is the stairs' verdict at now.
 func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	h := p.cfg.Horizon
@@ -226,7 +344,6 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		return verdict{}, false
 	}
 	capacity := float64(p.cfg.Capacity)
-	left := capacity - p.peak
 	if h > now {
 		slow := r * max(1-stairsZ*rel, stairsHalf)
 		if slow <= 0 || p.peak+slow*(h-now) <= capacity {
@@ -234,7 +351,12 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		}
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
 	}
-	tto := left / (r * (1 + stairsZ*rel))
+	if s.gaveBack || s.cur < (s.base+p.peak)/2 {
+		// The usage gave back more than half of what the run rose: not
+		// running out now, whatever the rate it rose at.
+		return verdict{}, false
+	}
+	tto := (capacity - s.cur) / (r * (1 + min(stairsZ*rel, stairsMaxWiden)))
 	near := p.cfg.NearTime
 	if p.cfg.EvictionTime > 0 {
 		near = min(near, p.cfg.EvictionTime)

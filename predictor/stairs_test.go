@@ -1,6 +1,10 @@
 package predictor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/migpro/migpro/predictor/internal/ablate"
+)
 
 // staircase feeds, at 10 Hz, a load from the context to load bytes at
 // loadRate bytes/s, a pause of pause s, then steps of step bytes every gap
@@ -56,7 +60,7 @@ func staircase(t *testing.T, cfg Config, load, loadRate, pause, step, gap, stop 
 }
 
 // A cache growing in steady steps after a pause is marked on the run's rate,
-// NVML only, well before its OOM; without the reading of runs (NoStairs) the
+// NVML only, well before its OOM; without the reading of runs (ablate.Stairs) the
 // binned windows see it only at the OOM.
 func TestStairsMarkSteadySteps(t *testing.T) {
 	var d Mark
@@ -72,9 +76,9 @@ func TestStairsMarkSteadySteps(t *testing.T) {
 	if d.Reason != ReasonTimeToOOM || d.TimeToOOM <= 0 || d.TimeToOOM > SecondsNearTime || d.Forecast <= 10e9 || d.Confidence < 0.5 {
 		t.Fatalf("steady steps: mark %+v: want time to OOM in (0, %d] s, a forecast over 10 GB, confidence over 0.5", d, SecondsNearTime)
 	}
-	off, oomOff := staircase(t, Config{NoStairs: true}, 4e9, 0.6e9, 10, 0.25e9, 1.5, 0)
+	off, oomOff := staircase(t, switchOff(Config{}, true, ablate.Stairs), 4e9, 0.6e9, 10, 0.25e9, 1.5, 0)
 	if off >= 0 && oomOff-off >= 5 {
-		t.Fatalf("NoStairs marked %v s ahead: the test no longer measures the stairs", oomOff-off)
+		t.Fatalf("without the stairs marked %v s ahead: the test no longer measures the stairs", oomOff-off)
 	}
 }
 

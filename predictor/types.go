@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/migpro/migpro/estimator"
+	"github.com/migpro/migpro/predictor/internal/ablate"
 )
 
 // Sample is one point of a container's memory series.
@@ -101,16 +102,6 @@ type Config struct {
 	// Window/4, Window/8. Default 4; 1 fits the longest window only (slower
 	// to see growth that starts late).
 	Scales int
-	// NoTrendGate drops the quarter-by-quarter rise check and keeps only the
-	// slope's significance. For measuring what the gate buys; never set it
-	// in production.
-	NoTrendGate bool
-	// NoJumpGate drops the check that a window's rise is not one step that
-	// growth does not follow (migpro's jumpOnly). For measuring it only.
-	NoJumpGate bool
-	// NoSawtooth drops migpro's reading of growth under a sawtooth, in
-	// blocks of 8 bins (see saw). For measuring it only.
-	NoSawtooth bool
 	// BulkBytes, BulkLeadFactor and BlindLeadFactor tell a load from growth
 	// by the driver allocation calls behind a window's rise. A rise that
 	// took at least BulkBytes per call (weights copied tensor by tensor, a
@@ -122,9 +113,6 @@ type Config struct {
 	BulkBytes       float64
 	BulkLeadFactor  float64
 	BlindLeadFactor float64
-	// NoBulkGate reads every rise as growth, whatever its calls. For
-	// measuring the gate only.
-	NoBulkGate bool
 	// EvictionTime is the time an eviction needs, in T units: the pod's
 	// termination grace period plus a restart. With no horizon, migpro asks
 	// whether the container runs out within it: it marks only when the
@@ -138,11 +126,6 @@ type Config struct {
 	// never beyond EvictionTime. Zero turns the reading of runs off (as for
 	// iteration-indexed traces); ForSeconds sets SecondsNearTime.
 	NearTime float64
-	// NoStairs drops the reading of runs of rises. For measuring it only.
-	NoStairs bool
-	// NoLoadGate lets a window that holds the container's load mark
-	// without a horizon and without the shim. For measuring it only.
-	NoLoadGate bool
 	// Persist is how many consecutive samples must agree before migpro marks;
 	// this is the hysteresis against one-sample flukes. Default 3.
 	Persist int
@@ -153,7 +136,22 @@ type Config struct {
 	Profiles     []estimator.ProfileSize
 	ContextBytes uint64
 	Margin       float64
+
+	// off switches readings off, for the tests that measure them
+	// (predictor/internal/ablate); zero in every real use.
+	off ablate.Switch
 }
+
+func init() {
+	ablate.Without = func(cfg any, s ablate.Switch) any {
+		c := cfg.(Config)
+		c.off |= s
+		return c
+	}
+}
+
+// without reports whether reading s is switched off.
+func (c *Config) without(s ablate.Switch) bool { return c.off&s != 0 }
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Algorithm == "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/internal/ablate"
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
@@ -27,7 +28,7 @@ func ablation() []variant {
 	return []variant{
 		{"baseline (oracle horizon)", predictor.Config{Algorithm: predictor.Baseline, Capacity: tracegen.Capacity}},
 		{"migpro", full},
-		with("- trend gate", func(c *predictor.Config) { c.NoTrendGate = true }),
+		with("- trend gate", func(c *predictor.Config) { *c = without(*c, ablate.TrendGate) }),
 		with("- short windows", func(c *predictor.Config) { c.Scales = 1 }),
 		with("- persistence", func(c *predictor.Config) { c.Persist = 1 }),
 		with("- min samples (3)", func(c *predictor.Config) { c.MinSamples = 3 }),

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/internal/ablate"
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
@@ -26,10 +27,10 @@ func realAblation() []variant {
 		{"migpro (agent settings)", full},
 		with("- 2 s bins (1 s bins, same 24 s minimum)", func(c *predictor.Config) { c.Bin, c.MinSamples = 1, 24 }),
 		with("- seconds lead (3 x elapsed)", func(c *predictor.Config) { c.LeadFactor, c.BulkLeadFactor, c.BlindLeadFactor = 3, 3, 3 }),
-		with("- jump gate", func(c *predictor.Config) { c.NoJumpGate = true }),
-		with("- bytes per allocation call (every rise read as growth)", func(c *predictor.Config) { c.NoBulkGate = true }),
-		with("- sawtooth reading", func(c *predictor.Config) { c.NoSawtooth = true }),
-		with("- trend gate", func(c *predictor.Config) { c.NoTrendGate = true }),
+		with("- jump gate", func(c *predictor.Config) { *c = without(*c, ablate.JumpGate) }),
+		with("- bytes per allocation call (every rise read as growth)", func(c *predictor.Config) { *c = without(*c, ablate.BulkGate) }),
+		with("- sawtooth reading", func(c *predictor.Config) { *c = without(*c, ablate.Sawtooth) }),
+		with("- trend gate", func(c *predictor.Config) { *c = without(*c, ablate.TrendGate) }),
 		with("- persistence", func(c *predictor.Config) { c.Persist = 1 }),
 		with("- minimum time (3 bins)", func(c *predictor.Config) { c.MinSamples = 3 }),
 	}
@@ -100,7 +101,7 @@ func TestJumpGateOnPreallocation(t *testing.T) {
 	}
 	full := predictor.ForSeconds(predictor.Config{Capacity: tracegen.Capacity})
 	noJump := full
-	noJump.NoJumpGate = true
+	noJump = without(noJump, ablate.JumpGate)
 	count := func(c predictor.Config) int {
 		rows, err := ScoreReal(c, fam, 300)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/predictor"
+	"github.com/migpro/migpro/predictor/internal/ablate"
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
@@ -118,17 +119,17 @@ func TestQuietShapesWithHorizon(t *testing.T) {
 	}
 }
 
-// TestShapesWithoutStairs takes the runs of rises away (NoStairs) on the
+// TestShapesWithoutStairs takes the runs of rises away (ablate.Stairs) on the
 // tuned shapes: the KV cache in steps and fast growth must then be missed
 // or marked late far more often, and the quiet shapes stay unmarked either
 // way, or the reading no longer earns its place. -v prints both tables.
 func TestShapesWithoutStairs(t *testing.T) {
-	count := func(base predictor.Config) (late, falseMarks int) {
+	count := func(base predictor.Config, label string) (late, falseMarks int) {
 		rows, err := ScoreShapes(base, tracegen.TunedShapes(), shapeSeeds)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("NoStairs %v:\n%s", base.NoStairs, FormatShapes(rows))
+		t.Logf("%s:\n%s", label, FormatShapes(rows))
 		for _, r := range rows {
 			falseMarks += r.FalseMarks
 			if r.Hz == tracegen.ShimHz && (r.Shape == "kv-steps" || r.Shape == "fast-growth") {
@@ -137,8 +138,8 @@ func TestShapesWithoutStairs(t *testing.T) {
 		}
 		return late, falseMarks
 	}
-	late, falseMarks := count(predictor.Config{})
-	offLate, offFalse := count(predictor.Config{NoStairs: true})
+	late, falseMarks := count(predictor.Config{}, "with the runs of rises")
+	offLate, offFalse := count(without(predictor.Config{}, ablate.Stairs), "without the runs of rises")
 	if falseMarks != 0 || offFalse != 0 {
 		t.Errorf("quiet shapes marked: %d with the runs of rises, %d without", falseMarks, offFalse)
 	}
@@ -147,26 +148,26 @@ func TestShapesWithoutStairs(t *testing.T) {
 	}
 }
 
-// TestShapesWithoutLoadGate takes the load gate away (NoLoadGate: a window
+// TestShapesWithoutLoadGate takes the load gate away (ablate.LoadGate: a window
 // that holds the container's load may mark it) on the first held-out shapes,
 // where it was tuned: the quiet shapes must then be marked more often, and
 // no growing run may be missed or marked late because of the gate. -v prints
 // both tables.
 func TestShapesWithoutLoadGate(t *testing.T) {
-	count := func(base predictor.Config) (falseMarks, late int) {
+	count := func(base predictor.Config, label string) (falseMarks, late int) {
 		rows, err := ScoreShapes(base, tracegen.HeldOutShapes(), shapeSeeds)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("NoLoadGate %v:\n%s", base.NoLoadGate, FormatShapes(rows))
+		t.Logf("%s:\n%s", label, FormatShapes(rows))
 		for _, r := range rows {
 			falseMarks += r.FalseMarks
 			late += r.Missed + r.Late
 		}
 		return falseMarks, late
 	}
-	falseMarks, late := count(predictor.Config{})
-	offFalse, offLate := count(predictor.Config{NoLoadGate: true})
+	falseMarks, late := count(predictor.Config{}, "with the load gate")
+	offFalse, offLate := count(without(predictor.Config{}, ablate.LoadGate), "without the load gate")
 	if falseMarks*2 > offFalse {
 		t.Errorf("quiet runs marked: %d with the load gate, %d without: want at least 2 times fewer", falseMarks, offFalse)
 	}
