@@ -35,7 +35,7 @@ func TestClientConfigRefusesWhatCannotWork(t *testing.T) {
 		}
 	}
 	rc, err := nodeview.ClientConfig{URL: "https://127.0.0.1:8443", CAFile: ca, TokenFile: tok, ServerName: "migpro-admission.migpro-system.svc"}.RESTConfig("agent")
-	if err != nil || rc.BearerTokenFile != tok || rc.TLSClientConfig.ServerName != "migpro-admission.migpro-system.svc" || rc.TLSClientConfig.CAFile != ca {
+	if err != nil || rc.BearerTokenFile != tok || rc.ServerName != "migpro-admission.migpro-system.svc" || rc.CAFile != ca {
 		t.Errorf("a good configuration: %+v %v", rc, err)
 	}
 }
