@@ -23,7 +23,7 @@ import (
 // serving, until it is served or gives up. It is off by default: in the
 // replay, which runs the same rule (replay/reserve.go, policy
 // migpro+reserve-after), it cost mean JCT on every node size measured
-// (docs/replay.md).
+// (docs/replay-findings.md, "The agent's reservations, replayed").
 
 const (
 	// localWaitTTL is how long a local caller that was told to wait counts

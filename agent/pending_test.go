@@ -125,7 +125,7 @@ func TestNoReservationByDefault(t *testing.T) {
 
 // On a node of fewer than partitioner.MinReserveGPUs GPUs a starving local
 // caller gets no reservation: holding one of two GPUs for it would leave the
-// queue half the node while that GPU drains (docs/replay.md measures it).
+// queue half the node while that GPU drains (docs/replay-findings.md measures it).
 func TestSmallNodeReservesForNoStarvingCaller(t *testing.T) {
 	e := newEnv(t, "a100-40gb,a100-40gb")
 	e.cfg.ReserveAfter = time.Nanosecond

@@ -87,10 +87,12 @@ func runDRAReadmit(t *testing.T, extended bool) {
 	if extended {
 		plugins = "" // the scheduler serves an extended resource through DRA only where no plugin does
 	}
-	a := startAgent(t, "a100-40gb", "--plugin-dir", plugins, "--pod-resources", k.PodResourcesSocket(),
+	// Its reads of pods and their owners go through the node view (the
+	// chart's RBAC grants it none).
+	a := startAgent(t, "a100-40gb", append([]string{"--plugin-dir", plugins, "--pod-resources", k.PodResourcesSocket(),
 		"--kubeconfig", agentKC, "--node-name", k.NodeName, "--assign-grace", "5s",
 		"--dra", "--dra-kubelet-dir", k.RootDir, "--readmit-mode", "evict",
-		"--hook", e.hookBin, "--shim", e.art.Shim, "--poll-every", "100ms")
+		"--hook", e.hookBin, "--shim", e.art.Shim, "--poll-every", "100ms"}, agentViewFlags(t, cl, st.view, k.NodeName)...)...)
 	n := &draNode{cl: cl, k: k, a: a}
 	eventually(t, "the agent's ResourceSlices", 60*time.Second, func() bool { return len(n.devices(t)) > 0 })
 

@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,10 +34,9 @@ func TestFailOpenEventOnKubeletPod(t *testing.T) {
 	e := newHookEnv(t) // the hook and the shim
 	cl, k := startClusterNode(t)
 	ctx := context.Background()
-	root := repoRoot()
-	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
-	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
-	kubeconfig := serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
+	// The agent reads the pod from the API server here (no node view):
+	// the chart's RBAC for that.
+	kubeconfig := serviceAccountKubeconfig(t, cl, "migpro-agent", chartAgentRBACWithoutView(t))
 	// The default --assign-grace (30 s): the registration needs the
 	// instance still in use when the hook runs, and under CI load the
 	// kubelet's PodResources may list the allocation later than a short

@@ -231,8 +231,12 @@ func TestHelmInstall(t *testing.T) {
 	state, run := filepath.Join(n.host, "state"), filepath.Join(n.host, "run")
 	ctx := context.Background()
 	metricsPort := freePort(t)
+	// The agent reads pods through the webhook's node view, on the node's
+	// network here (no kube-proxy for the Service).
+	admPort := strconv.Itoa(freePort(t))
 	values := append(n.values(t, "--set", "metrics.port="+strconv.Itoa(metricsPort)),
-		"--set", "admission.replicas=1", "--set", "admission.port="+strconv.Itoa(freePort(t)))
+		"--set", "admission.replicas=1", "--set", "admission.port="+admPort,
+		"--set", "admission.nodeView.url=https://127.0.0.1:"+admPort)
 
 	// (2, 3) install; the agent's pod becomes Ready through its probes.
 	start := time.Now()
@@ -272,6 +276,12 @@ func TestHelmInstall(t *testing.T) {
 		return err
 	})
 	waitScheduledRunning(t, cl, "mig-user", k.NodeName)
+	// The agent saw the pending pod through the node view: its RBAC lets it
+	// read no pod from the API server.
+	if alog, err := cl.Client.CoreV1().Pods(helmNS).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "agent"}).DoRaw(ctx); err != nil ||
+		!strings.Contains(string(alog), "reads through https://127.0.0.1:"+admPort) || strings.Contains(string(alog), "forbidden") {
+		t.Errorf("the agent's log (%v) does not say it reads through the node view, or says forbidden:\n%s", err, alog)
+	}
 	uuids := podMIGs(t, cl, "mig-user")
 	if len(uuids) != 1 {
 		t.Fatalf("mig-user sees %v, want one instance", uuids)

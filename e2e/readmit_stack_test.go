@@ -39,6 +39,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/migpro/migpro/e2e/harness"
+	"github.com/migpro/migpro/nodeview"
 	"github.com/migpro/migpro/readmit"
 )
 
@@ -48,6 +49,7 @@ type readmitStack struct {
 	cl      *harness.Cluster
 	agentKC string // kubeconfig of the migpro-agent ServiceAccount
 	admLog  string // migpro-admission's log
+	view    string // migpro-admission's URL, where the node view is
 }
 
 // startReadmitStack sets up the stack; the agent's ServiceAccount gets
@@ -69,6 +71,7 @@ func startReadmitStack(t *testing.T, cl *harness.Cluster, extraAgentRBAC ...stri
 	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
 	var base string
 	base, st.admLog = startAdmission(t, admKC, certFile, keyFile, caPEM)
+	st.view = base
 	registerWebhook(t, cl, admission, base+"/mutate", caPEM)
 	registerEvictionGuard(t, cl, admission, base+"/validate-eviction", caPEM)
 	st.waitWebhook(t)
@@ -103,12 +106,15 @@ func (st *readmitStack) waitWebhook(t *testing.T) {
 }
 
 // marker is the Marker as the agent on node runs it: its identity, with a
-// token bound to its node (the eviction guard needs the node), its node;
-// in evict mode unless opts say otherwise.
+// token bound to its node (the eviction guard needs the node), its node,
+// its reads through migpro-admission's node view (the chart's RBAC grants
+// it no read of pods, ReplicaSets, Jobs or Namespaces); in evict mode
+// unless opts say otherwise.
 func (st *readmitStack) marker(t *testing.T, node string, opts ...readmit.Option) *readmit.Marker {
 	logger := logrus.New()
 	logger.SetOutput(testWriter{t})
-	m, err := readmit.NewMarker(nodeBoundAgent(t, st.cl, node), append([]readmit.Option{readmit.WithNodeName(node), readmit.WithLogger(logger),
+	client := nodeview.ReadsThrough(nodeBoundAgent(t, st.cl, node), agentViewClient(t, st.cl, st.view, node))
+	m, err := readmit.NewMarker(client, append([]readmit.Option{readmit.WithNodeName(node), readmit.WithLogger(logger),
 		readmit.WithEvictBackoff(wait.Backoff{Duration: 300 * time.Millisecond, Factor: 1.5, Cap: 2 * time.Second, Steps: 60}),
 		readmit.WithMode(readmit.ModeEvict)}, opts...)...)
 	if err != nil {

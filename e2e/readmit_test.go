@@ -253,7 +253,10 @@ func podEvents(t *testing.T, cs kubernetes.Interface, pod string) map[string]str
 func TestReadmitKubelet(t *testing.T) {
 	cl, k := startClusterNode(t)
 	st := startReadmitStack(t, cl, "deploy/least-privilege/rbac-demand.yaml")
-	a := startNodeAgent(t, k, st.agentKC)
+	// The agent reads ReplicaSets through the node view (the chart's RBAC
+	// grants it none).
+	a := startAgent(t, "a100-40gb", append([]string{"--plugin-dir", harness.DevicePluginDir, "--pod-resources", k.PodResourcesSocket(),
+		"--kubeconfig", st.agentKC, "--node-name", k.NodeName}, agentViewFlags(t, cl, st.view, k.NodeName)...)...)
 
 	createTrainer(t, cl, "", true)
 	old := st.firstPod(t, cl)

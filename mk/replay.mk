@@ -53,7 +53,7 @@ replay-targets: build
 replay-bench:
 	$(GO) test -run '^$$' -bench Stream -benchtime 1x -cpu 1 ./replay/
 
-# Placement against its baselines (docs/replay.md, Results): the repo's
+# Placement against its baselines (docs/replay-results.md): the repo's
 # mixes and seeded online streams under every baseline and the agent's
 # policy, then the decision time of each policy on a busy 8-GPU node.
 placement-bench:

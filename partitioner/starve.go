@@ -12,7 +12,7 @@ import "time"
 // starving request. A reservation keeps a GPU's releases for one request
 // while the rest of the node serves the queue; on a node of one or two GPUs
 // that rest is half the node or nothing, and the queue waits for the drain
-// (docs/replay.md: on one A100 the replay's mean JCT fell to 0.19-0.40x of
+// (docs/replay-findings.md, replay-results.md: on one A100 the replay's mean JCT fell to 0.19-0.40x of
 // the baselines' with reservations).
 const MinReserveGPUs = 3
 

@@ -11,7 +11,7 @@ import (
 )
 
 // CSV columns. id, arrival_s, full_runtime_s and peak_gib are required; the
-// rest default as documented in docs/replay.md.
+// rest default as documented in docs/replay-workloads.md.
 var csvColumns = []string{
 	"id", "arrival_s", "full_runtime_s", "scaling", "start_gib", "peak_gib",
 	"grow_from", "grow_to", "declared_gib", "profile", "key", "pcie_gbps", "iters",

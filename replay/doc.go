@@ -47,6 +47,7 @@
 // (openb.go), and reports the start wait per request size, NVML steps,
 // fragmentation waits and stranded slices (metrics.go).
 //
-// See docs/replay.md for the workload mixes, the CSV format and the
-// metrics.
+// docs/replay.md is the entry page (the targets against the baselines);
+// docs/replay-workloads.md has the workload mixes, the CSV format and the
+// metrics, docs/replay-policies.md the policies.
 package replay

@@ -190,7 +190,7 @@ func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error
 		// everything while the queue waits, and without reservations the
 		// planner's moves keep passing over whole-GPU requests: a policy
 		// with Plan serves there as migpro does, with its PackFirst
-		// (docs/replay.md has the measurements).
+		// (docs/replay-policies.md has the measurements).
 		pol.Plan, pol.Reserve = false, false
 	}
 	e := &engine{cfg: cfg, pol: pol, model: model, batchAt: -1, active: map[*run]bool{}, ready: map[string]float64{}}

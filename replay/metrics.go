@@ -21,6 +21,40 @@ type SizeWait struct {
 	Mean, P95 float64
 }
 
+// FragmentedWait is one fragmentation wait: a request that had to wait on
+// arrival although some GPU had the compute slices and memory slots for it.
+// GPUs are those GPUs, each with the instances its runs held there: their
+// placements left the request no legal one.
+type FragmentedWait struct {
+	Time    float64     `json:"timeSeconds"`
+	Job     string      `json:"job"`
+	Profile string      `json:"profile"`
+	GPUs    []GPULayout `json:"gpus"`
+}
+
+// GPULayout is the instances held on one GPU (global index), each written
+// profile@start and sorted, e.g. "3g.20gb@0".
+type GPULayout struct {
+	GPU       int      `json:"gpu"`
+	Instances []string `json:"instances"`
+}
+
+// recordFragmented adds j's fragmentation wait with the layouts of gpus.
+func (e *engine) recordFragmented(j *jobState, gpus []*gpuSlot) {
+	w := FragmentedWait{Time: e.now, Job: j.job.ID, Profile: j.profile.Name}
+	for _, gs := range gpus {
+		l := GPULayout{GPU: gs.global}
+		for r := range e.active {
+			if r.slot == gs {
+				l.Instances = append(l.Instances, fmt.Sprintf("%s@%d", r.g.profile.Name, r.g.placement.Start))
+			}
+		}
+		sort.Strings(l.Instances)
+		w.GPUs = append(w.GPUs, l)
+	}
+	e.res.FragmentedWaits = append(e.res.FragmentedWaits, w)
+}
+
 // strandTick adds the GPU's stranded slices since the last change to its
 // sum; call it before the instances held there change.
 func (e *engine) strandTick(g *gpuSlot) {

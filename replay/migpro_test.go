@@ -79,7 +79,7 @@ func TestNoWaitIsFixableByIdleInstances(t *testing.T) {
 // load 0.8 and 0.9, seeds 1 and 2): the geometric mean of first-fit's mean
 // JCT over migpro's must stay at the measured 1.031 and the worst stream at
 // the measured 0.940. Issue 12 asks for 1.15 with no stream below 1; that is
-// not reached (docs/replay.md says why), and these bounds catch a
+// not reached (docs/replay-results.md says why), and these bounds catch a
 // regression from what is.
 func TestMigproBeatsFirstFitByTheMeasuredMargin(t *testing.T) {
 	sum, n, worst := 0.0, 0, math.Inf(1)

@@ -34,7 +34,7 @@ type MixInfo struct {
 	Jobs        int
 }
 
-// Mixes lists the generated workloads (docs/replay.md has the details).
+// Mixes lists the generated workloads (docs/replay-workloads.md has the details).
 func Mixes() []MixInfo {
 	return []MixInfo{
 		{"small", "homogeneous small jobs (1g-sized, barely faster on more slices), all at t=0", 280},

@@ -203,7 +203,8 @@ func (e *engine) placed(j *jobState) error {
 // (only moving instances in use would serve it).
 func (e *engine) classifyWait(j *jobState) {
 	e.res.Waits++
-	replaceable, fragmented := false, false
+	replaceable := false
+	var fragmented []*gpuSlot
 	for n, nd := range e.nodes {
 		for g, gs := range nd.gpus {
 			if r := e.resv; r != nil && r.node == n && r.gpu == g && r.j != j {
@@ -217,14 +218,15 @@ func (e *engine) classifyWait(j *jobState) {
 				replaceable = true
 			} else if gs.heldSlices+own.Slices <= gs.model.Slices &&
 				gs.model.Slots-bits.OnesCount16(gs.heldSlots) >= own.Slots {
-				fragmented = true
+				fragmented = append(fragmented, gs)
 			}
 		}
 	}
 	if replaceable {
 		e.res.Replaceable++
-	} else if fragmented {
+	} else if len(fragmented) > 0 {
 		e.res.Fragmented++
+		e.recordFragmented(j, fragmented)
 	}
 }
 

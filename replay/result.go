@@ -53,6 +53,9 @@ type Result struct {
 	// makespan (metrics.go).
 	StartWaits []SizeWait
 	Stranded   []float64
+	// FragmentedWaits lists the fragmentation waits (Fragmented), each with
+	// the instances in the way.
+	FragmentedWaits []FragmentedWait
 
 	memSeconds float64
 }

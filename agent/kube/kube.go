@@ -19,6 +19,7 @@ import (
 	"github.com/migpro/migpro/agent"
 	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/demand"
+	"github.com/migpro/migpro/nodeview"
 	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/readmit"
 	"github.com/migpro/migpro/telemetry"
@@ -65,7 +66,14 @@ type options struct {
 	clientset Client
 	runs      RunRecorder
 	dra       bool
+	view      nodeview.ClientConfig
 }
+
+// WithNodeView reads pods, ReplicaSets, Jobs and Namespaces through the
+// node view at v.URL (package nodeview) instead of the API server, whose
+// RBAC then grants the agent no read of them; writes still go to the API
+// server.
+func WithNodeView(v nodeview.ClientConfig) Option { return func(o *options) { o.view = v } }
 
 // WithDRA says the agent also serves instances through its DRA driver: with
 // the device plugins off, readmission stays on (a claim's pod is readmitted
@@ -122,6 +130,18 @@ func newLink(ctx context.Context, a *agent.Agent, o options) (agent.Cluster, err
 			return nil, fmt.Errorf("cluster: API client: %w", err)
 		}
 		host = rc.Host
+		if o.view.URL != "" {
+			vc, err := o.view.RESTConfig(rc.UserAgent)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: %w", err)
+			}
+			reads, err := newGroupClients(vc)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: node view client: %w", err)
+			}
+			cs = nodeview.ReadsThrough(cs, reads)
+			host += ", reads through " + o.view.URL
+		}
 	}
 	if cfg.NodeName == "" {
 		log.Warn("an API server is configured but no node name: cluster demand and readmission are off")

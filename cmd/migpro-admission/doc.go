@@ -19,4 +19,10 @@
 // AdmissionReview) and GET /healthz over HTTPS. Without --kubeconfig it
 // uses the in-cluster config. The certificate and key are re-read when their files change, so a rotated
 // Secret is picked up without a restart.
+//
+// Unless --node-view=false it also serves the node view (package nodeview)
+// on GET /api/ and /apis/: each node agent, with a token of its
+// ServiceAccount bound to its node, reads there the pods of its node,
+// pending MIG pods and their owners, stripped of their environments, in
+// place of reading them from the API server (docs/security.md).
 package main

@@ -22,6 +22,7 @@ import (
 
 	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/internal/klogrus"
+	"github.com/migpro/migpro/nodeview"
 	"github.com/migpro/migpro/readmit"
 )
 
@@ -37,11 +38,12 @@ type options struct {
 	listen, certFile, keyFile, kubeconfig, domain, level, format string
 	agentUser, clientCA                                          string
 	deviceClass                                                  string
+	nodeView                                                     bool
 }
 
 func newFlags(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("migpro-admission", flag.ContinueOnError)
-	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /mutate-claim, /validate-eviction, /validate-recommendation and /healthz on")
+	fs.StringVar(&o.listen, "listen", ":8443", "HTTPS address to serve /mutate, /mutate-claim, /validate-eviction, /validate-recommendation, /healthz and the node view (/api/, /apis/) on")
 	fs.StringVar(&o.certFile, "tls-cert", "", "serving certificate (PEM); required")
 	fs.StringVar(&o.keyFile, "tls-key", "", "serving key (PEM); required")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster config)")
@@ -49,6 +51,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.agentUser, "agent-user", readmit.DefaultAgentUser, "the node agent's user name, whose evictions /validate-eviction limits to its own node")
 	fs.StringVar(&o.clientCA, "client-ca", "", "PEM CAs whose client certificates may post admission reviews (the API server's); empty: any client may, and learns the answers")
 	fs.StringVar(&o.deviceClass, "device-class", readmit.DefaultDeviceClass, "DeviceClass of every migpro DRA device: /mutate-claim moves a claim's request to the recommended profile on it")
+	fs.BoolVar(&o.nodeView, "node-view", true, "serve each node agent's reads of its node's pods, ReplicaSets, Jobs and Namespaces on /api/ and /apis/ (package nodeview; needs tokenreviews create, pods list/watch, jobs and namespaces get)")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.format, "log-format", "text", "log format: text or json")
 	return fs
@@ -108,6 +111,18 @@ func run(args []string) error {
 	mux.Handle("/mutate-claim", requireClient(cas, claims))
 	mux.Handle("/validate-eviction", requireClient(cas, evictions))
 	mux.Handle("/validate-recommendation", requireClient(cas, recs))
+	if o.nodeView {
+		// Agents authenticate with their token (TokenReview), not a client
+		// certificate: the view is not behind requireClient.
+		view, err := nodeview.New(cs, nodeview.TokenReviewer{Reviews: cs.AuthenticationV1().TokenReviews()}, o.agentUser,
+			nodeview.WithDomain(o.domain), nodeview.WithLogger(log))
+		if err != nil {
+			return err
+		}
+		for _, p := range nodeview.Paths {
+			mux.Handle(p, view)
+		}
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		TLSConfig: tlsConfig(certs.get, cas)}
@@ -119,7 +134,7 @@ func run(args []string) error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	log.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": o.domain, "agent_user": o.agentUser}).Info("migpro-admission serving")
+	log.WithFields(logrus.Fields{"listen": ln.Addr().String(), "server": rc.Host, "domain": o.domain, "agent_user": o.agentUser, "node_view": o.nodeView}).Info("migpro-admission serving")
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

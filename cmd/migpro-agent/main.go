@@ -24,6 +24,7 @@ import (
 	"github.com/migpro/migpro/defaults"
 	"github.com/migpro/migpro/dra"
 	"github.com/migpro/migpro/gpu/simgpu"
+	"github.com/migpro/migpro/nodeview"
 	"github.com/migpro/migpro/partitioner"
 	"github.com/migpro/migpro/plugin/podresources"
 	"github.com/migpro/migpro/readmit"
@@ -99,6 +100,11 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.CleanupOnExit, "cleanup-on-exit", false, "on exit, destroy idle instances and remove migpro CDI specs (uninstall); in-use instances are left and reported")
 	draOn := fs.Bool("dra", false, "also serve the MIG instances as a DRA driver (resource.k8s.io/v1, driver migpro.dev) next to the device plugins; needs the API server (--kubeconfig or in-cluster)")
 	draRoot := fs.String("dra-kubelet-dir", "/var/lib/kubelet", "with --dra, the kubelet's root directory (holds plugins_registry/ and plugins/)")
+	var view nodeview.ClientConfig
+	fs.StringVar(&view.URL, "node-view", "", "URL of the node view (migpro-admission's Service, https://...): the agent then reads pods, ReplicaSets, Jobs and Namespaces there, never from the API server (docs/security.md); empty: from the API server")
+	fs.StringVar(&view.CAFile, "node-view-ca", "", "with --node-view, PEM CA of the view's serving certificate")
+	fs.StringVar(&view.ServerName, "node-view-server-name", "", "with --node-view, the name its certificate is checked against (default: the URL's host)")
+	fs.StringVar(&view.TokenFile, "node-view-token", nodeview.DefaultTokenFile, "with --node-view, the agent's ServiceAccount token for audience "+nodeview.Audience+" (a projected token, re-read as it rotates)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	format := fs.String("log-format", "text", "log format: text or json")
 	if err := parseFlags(fs, args); err != nil {
@@ -127,9 +133,9 @@ func run(ctx context.Context, args []string) error {
 	if _, err := readmit.ParseMode(cfg.ReadmitMode); err != nil {
 		return fmt.Errorf("--readmit-mode: %w", err)
 	}
-	link := kube.New()
+	link := kube.New(kube.WithNodeView(view))
 	if *draOn {
-		link = dra.Link(kube.New(kube.WithDRA()), dra.WithKubeletRoot(*draRoot))
+		link = dra.Link(kube.New(kube.WithDRA(), kube.WithNodeView(view)), dra.WithKubeletRoot(*draRoot))
 	}
 	opts := []agent.Option{agent.WithLogger(log), agent.WithCluster(link)}
 	if *podRes != "" {

@@ -55,6 +55,9 @@ type replayJSON struct {
 	LowerBound   float64 `json:"lowerBoundSeconds"`
 	Ratio        float64 `json:"makespanOverLowerBound"`
 	WallSeconds  float64 `json:"wallSeconds"`
+	// Fragmented lists the fragmentation waits, each with the instances
+	// in the way on every GPU that had the slices and slots for it.
+	Fragmented []replay.FragmentedWait `json:"fragmentationWaits"`
 }
 
 func (opt *replayOptions) run(stdout io.Writer) error {
@@ -90,7 +93,8 @@ func (opt *replayOptions) run(stdout io.Writer) error {
 		out := make([]replayJSON, len(results))
 		for i, r := range results {
 			out[i] = replayJSON{r.Policy, r.Detail, r.Jobs, r.Makespan, r.Throughput, r.MeanJCT, r.P95JCT, r.MemUtil,
-				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.Reservations, r.Backfills, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds()}
+				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.Reservations, r.Backfills, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds(),
+				append([]replay.FragmentedWait{}, r.FragmentedWaits...)}
 		}
 		if err := ctl.WriteJSON(stdout, out); err != nil {
 			return err
@@ -153,7 +157,7 @@ func newReplayCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&opt.mix, "mix", "", "generated workload: small, mixed, llm, pcie or stream (default small)")
-	f.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file, ours or an OpenB pod list (see docs/replay.md)")
+	f.StringVar(&opt.csvPath, "csv", "", "replay jobs from a CSV file, ours or an OpenB pod list (see docs/replay-workloads.md)")
 	f.IntVar(&opt.jobs, "jobs", 0, "number of generated jobs (default: the mix's)")
 	f.Uint64Var(&opt.seed, "seed", 1, "seed of the generated workload and of the simulation")
 	f.StringVar(&opt.ratio, "ratio", "4:0:1:1", "small:medium:large:full weights of the mixed mix")

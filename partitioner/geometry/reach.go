@@ -129,7 +129,7 @@ func buildReachTable(g *Geometry, counted uint64, b blocked) *reachTable {
 
 // layoutPower sharpens how much less a layout that strands compute slices
 // or memory slots counts (see layoutWeight). Over the online streams of
-// docs/replay.md, 1 made migpro worse than first-fit (geomean JCT 0.998×)
+// docs/replay-results.md, 1 made migpro worse than first-fit (geomean JCT 0.998×)
 // and 4 to 8 were alike (1.023×, 1.029×).
 const layoutPower = 4.0
 
