@@ -390,4 +390,3 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
 	}, true
 }
-
