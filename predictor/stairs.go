@@ -42,7 +42,14 @@ import "math"
 //     it, which stopped; only the latest episode may mark, on its own gaps
 //     and over its own span of at least stairsNearSpan.
 //   - With a horizon, a young run counts from the end of the load before
-//     its pause (anchor), the pause as one more gap.
+//     its pause (anchor), the pause as one more gap unless it holds most
+//     of what the run spans; and the run must still be a trend, measured
+//     after the warm-up (stairs_trend.go: its rises span
+//     stairsHorizonSpan, rise in both halves of its time, and its latest
+//     step does not follow a silence). A young run whose OOM is projected
+//     within the eviction time is read as without a horizon (nearOOM).
+//   - Without a horizon, a run whose latest step holds most of its rise is
+//     a single step, not a trend (latestStep).
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
 //     rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Without a horizon,
