@@ -23,8 +23,7 @@ const sealed3Seeds = 100
 var sealed3Gaps = map[string]bool{
 	"s3-finetune-adapters@10": true, "s3-finetune-adapters@1": true,
 	"s3-collective-buffers@10": true, "s3-collective-buffers@1": true,
-	"s3-checkpoint-sawtooth@10": true, "s3-checkpoint-sawtooth@1": true,
-	"s3-eval-two-batches@10": true, "s3-eval-two-batches@1": true,
+	"s3-eval-two-batches@10":  true,
 	"s3-speculative-draft@10": true, "s3-speculative-draft@1": true,
 	"s3-notebook-cells@10": true, "s3-notebook-cells@1": true,
 	"s3-half-cast@10": true, "s3-half-cast@1": true,
@@ -33,7 +32,7 @@ var sealed3Gaps = map[string]bool{
 	"s3-shape-cache@10":  true, "s3-shape-cache@1": true,
 	"s3-batch-autotune@10": true, "s3-batch-autotune@1": true,
 	"s3-chat-sessions@10": true, "s3-chat-sessions@1": true,
-	"s3-kept-outputs-horizon@1": true,
+	"s3-kept-outputs-horizon@10": true, "s3-kept-outputs-horizon@1": true,
 }
 
 // sealed3Row scores one shape of the third sealed set at one rate.
