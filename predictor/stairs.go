@@ -270,6 +270,14 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 			oldest = s.anchor
 		}
 	}
+	if fromPause {
+		// With a horizon, a reservation (one step far larger than the
+		// run's others) ended what came before it: only the rises after
+		// it are judged (afterReserve).
+		if e, ok := s.afterReserve(); ok {
+			oldest, gaps, gapSum, gapSqSum = e.first, e.gaps, e.gapSum, e.gapSqSum
+		}
+	}
 	start, span := s.start, float64(stairsMinSpan)
 	if !fromPause {
 		start, span = s.epStart, stairsNearSpan
@@ -304,7 +312,7 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 		return 0, 0, false // the shim saw tensor-sized calls: a load
 	}
 	r = (newest.y - oldest.y) / dt
-	if fromPause && (!s.risesEachHalf(oldest, newest, now) || s.stepAfterStop(newest)) {
+	if fromPause && (!s.risesEachHalf(oldest, newest, now) || s.stepAfterStop(newest) || s.stepAfterPauses()) {
 		return 0, 0, false // a trend that stopped, or a single step after it
 	}
 	if !fromPause && s.latestStep(newest) > stairsStepShare*(newest.y-oldest.y) {

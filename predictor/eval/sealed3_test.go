@@ -23,7 +23,6 @@ const sealed3Seeds = 100
 var sealed3Gaps = map[string]bool{
 	"s3-finetune-adapters@10": true, "s3-finetune-adapters@1": true,
 	"s3-collective-buffers@10": true, "s3-collective-buffers@1": true,
-	"s3-eval-two-batches@10":  true,
 	"s3-speculative-draft@10": true, "s3-speculative-draft@1": true,
 	"s3-notebook-cells@10": true, "s3-notebook-cells@1": true,
 	"s3-half-cast@10": true, "s3-half-cast@1": true,
