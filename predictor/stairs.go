@@ -47,7 +47,11 @@ import "math"
 //     after the warm-up (stairs_trend.go: its rises span
 //     stairsHorizonSpan, rise in both halves of its time, and its latest
 //     step does not follow a silence). A young run whose OOM is projected
-//     within the eviction time is read as without a horizon (nearOOM).
+//     within the eviction time is read as without a horizon (nearOOM). A
+//     reservation (one step over stairsBreakSize times the run's others)
+//     ended what came before it (afterReserve), and a step after a wait
+//     of stairsStepSilence times the pause between the earlier steps is
+//     one step after a stop (stepAfterPauses).
 //   - Without a horizon, a run whose latest step holds most of its rise is
 //     a single step, not a trend (latestStep).
 //   - The rate's uncertainty comes from how regular the gaps are (their
