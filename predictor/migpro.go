@@ -20,6 +20,9 @@ import "github.com/migpro/migpro/predictor/internal/ablate"
 //     too (stairs): steady steps or a ramp whose OOM, at the run's own rate,
 //     is projected within NearTime, before the windows' 24 s and quarter
 //     tests could see them.
+//   - on a series in seconds, teeth over a level base whose heights grow by
+//     a steady factor (a batch-size search) are read apart too (teeth): the
+//     next tooth, a factor over the standing one, would not fit.
 //
 // The peak series is fitted, not the raw one: bursts from temporary buffers
 // raise it once and then leave it flat, so they cannot fake a trend.
@@ -34,6 +37,7 @@ type migpro struct {
 	sc     [scales]scale
 	saw    saw
 	stairs stairs
+	teeth  teeth
 }
 
 // point is one bin: t, the peak so far (y), the raw usage and the count of
@@ -160,6 +164,13 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 	}
 	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.Stairs) && !p.cfg.without(ablate.TrendGate) {
 		if v, hit := m.stairs.check(p, s.T); hit {
+			return m.decide(p, &m.sc[0], s.T, v)
+		}
+	}
+	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.TrendGate) {
+		q := stairsQuantum * capacity
+		m.teeth.observe(s.T, float64(s.Used), q)
+		if v, hit := m.teeth.check(p, s.T, q); hit {
 			return m.decide(p, &m.sc[0], s.T, v)
 		}
 	}

@@ -47,9 +47,16 @@ import "math"
 //     after the warm-up (stairs_trend.go: its rises span
 //     stairsHorizonSpan, rise in both halves of its time, and its latest
 //     step does not follow a silence). A young run whose OOM is projected
-//     within the eviction time is read as without a horizon (nearOOM).
+//     within the eviction time is read as without a horizon (nearOOM). A
+//     reservation (one step over stairsBreakSize times the run's others)
+//     ended what came before it (afterReserve), and a step after a wait
+//     of stairsStepSilence times the pause between the earlier steps is
+//     one step after a stop (stepAfterPauses).
 //   - Without a horizon, a run whose latest step holds most of its rise is
 //     a single step, not a trend (latestStep).
+//   - Without a horizon, an episode that has risen for stairsLongRun
+//     eviction times in stairsRing rises or more marks when its OOM is
+//     projected within the eviction time, not only within NearTime.
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
 //     rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Without a horizon,
@@ -145,6 +152,15 @@ const (
 	// (4 s marked training steps and model loads of 4-6 s after a pause,
 	// sealed set v1; docs/predictor-episodes.md.)
 	stairsNearSpan = 6
+	// stairsLongRun: without a horizon, an episode that has gone on for
+	// this many eviction times, in stairsRing rises or more, marks when its
+	// OOM is projected within the eviction time, not only within NearTime:
+	// slow growth in steps tens of seconds apart (a cache of compiled
+	// graphs, a long context's blocks) nears its OOM too slowly to come
+	// within NearTime before its last step, and a warm-up or a load does
+	// not rise for minutes. 1 eviction time marked a warm-up staircase of
+	// the first held-out set in 26/100 runs (docs/predictor-round3.md).
+	stairsLongRun = 2
 )
 
 // observe updates the runs with the peak at t; capacity sets the quantum.
@@ -270,6 +286,14 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 			oldest = s.anchor
 		}
 	}
+	if fromPause {
+		// With a horizon, a reservation (one step far larger than the
+		// run's others) ended what came before it: only the rises after
+		// it are judged (afterReserve).
+		if e, ok := s.afterReserve(); ok {
+			oldest, gaps, gapSum, gapSqSum = e.first, e.gaps, e.gapSum, e.gapSqSum
+		}
+	}
 	start, span := s.start, float64(stairsMinSpan)
 	if !fromPause {
 		start, span = s.epStart, stairsNearSpan
@@ -304,7 +328,7 @@ func (s *stairs) rate(now, bulk float64, minGaps int, fromPause bool) (r, rel fl
 		return 0, 0, false // the shim saw tensor-sized calls: a load
 	}
 	r = (newest.y - oldest.y) / dt
-	if fromPause && (!s.risesEachHalf(oldest, newest, now) || s.stepAfterStop(newest)) {
+	if fromPause && (!s.risesEachHalf(oldest, newest, now) || s.stepAfterStop(newest) || s.stepAfterPauses()) {
 		return 0, 0, false // a trend that stopped, or a single step after it
 	}
 	if !fromPause && s.latestStep(newest) > stairsStepShare*(newest.y-oldest.y) {
@@ -389,6 +413,13 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	near := p.cfg.NearTime
 	if p.cfg.EvictionTime > 0 {
 		near = min(near, p.cfg.EvictionTime)
+		if s.epRises >= stairsRing && now-s.epStart >= stairsLongRun*p.cfg.EvictionTime {
+			// A run that has risen for stairsLongRun eviction times, in
+			// stairsRing rises or more, is no load and no warm-up: it is
+			// asked the question as it stands, whether it runs out within
+			// the time an eviction needs.
+			near = p.cfg.EvictionTime
+		}
 	}
 	if tto > near {
 		return verdict{}, false

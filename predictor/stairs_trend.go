@@ -12,7 +12,12 @@ package predictor
 //     any gap the run had before it (stepAfterStop): the rises before had
 //     stopped, and a single step after them is not a trend;
 //   - a young run projected to run out within the eviction time is read as
-//     without a horizon (nearOOM).
+//     without a horizon (nearOOM);
+//   - a reservation, one step over stairsBreakSize times the run's other
+//     steps, ended what came before it: only the rises after it are judged
+//     (afterReserve);
+//   - its latest step did not come after a wait over stairsStepSilence
+//     times the mean pause between its earlier steps (stepAfterPauses).
 //
 // Without a horizon, a run whose latest step holds most of its rise does
 // not mark (latestStep).
@@ -36,6 +41,12 @@ const (
 	// holds. A window of 1 s instead caught fast growth at 10 Hz.
 	stairsStepShare = 0.4
 	stairsStepTime  = 0.5
+	// stairsStepSilence: with a horizon, a latest step after a wait over
+	// this many times the mean pause between the run's earlier steps came
+	// after they stopped (stepAfterPauses). 4 and 5 spared more quiet runs
+	// but let a tuned bursty KV cache pass a quarter of its way
+	// (docs/predictor-round3.md).
+	stairsStepSilence = 6
 )
 
 // risesEachHalf reports whether the run rose in both halves of the time
@@ -99,4 +110,70 @@ func (s *stairs) latestStep(newest rise) float64 {
 		base = q.y - q.step
 	}
 	return newest.y - base
+}
+
+// afterReserve returns the held rises after the run's reservation: a step
+// over stairsBreakSize times the mean of the run's other steps (a warm-up's
+// activations, a cache reserved at once). Growth comes in steps of similar
+// size; a rise that large after a run's steps already starts a new run
+// (observe), and one that comes first, followed by small steps, ended what
+// came before it just the same. The rises after it are judged alone, from its
+// top, and the gap after it is left out when it holds most of what they span
+// (a pause after the reservation). O(stairsRing).
+func (s *stairs) afterReserve() (episodeOf, bool) {
+	if s.n < 3 {
+		return episodeOf{}, false
+	}
+	at := func(j int) rise { return s.ring[(s.head+stairsRing-1-j)%stairsRing] }
+	big, sum, j := 0.0, 0.0, 0
+	for i := 0; i < s.n; i++ {
+		st := at(i).step
+		sum += st
+		if st > big {
+			big, j = st, i
+		}
+	}
+	if big <= stairsBreakSize*(sum-big)/float64(s.n-1) {
+		return episodeOf{}, false
+	}
+	e := episodeOf{first: at(j), gaps: j}
+	if j >= 1 && at(j-1).gap > stairsEpisodeShare*(at(0).t-at(j).t) {
+		e.first, e.gaps = at(j-1), j-1
+	}
+	for i := 0; i < e.gaps; i++ {
+		g := at(i).gap
+		e.gapSum += g
+		e.gapSqSum += g * g
+	}
+	return e, true
+}
+
+// stepAfterPauses reports whether the run's latest step (its rises after
+// the newest gap of stairsPause or more) came after a wait over
+// stairsStepSilence times the mean of the pauses between its earlier steps
+// (the held gaps of stairsPause or more, the pause before the run included
+// while the run is anchored). Steps that came every so often, then a far
+// longer wait, then one more step (a communication library's buffers, then
+// its buckets rebuilt a minute later) stopped before that step, which alone
+// is not a trend. The stairsSilence rule compares the wait with the
+// longest earlier gap, the pause included, which a warm-up's own pause
+// makes long; this one compares it with the steps' usual pause.
+// O(stairsRing).
+func (s *stairs) stepAfterPauses() bool {
+	silence, sum, k := 0.0, 0.0, 0
+	latest := true
+	for j := 0; j < s.n; j++ {
+		q := s.ring[(s.head+stairsRing-1-j)%stairsRing]
+		if latest {
+			if q.gap >= stairsPause {
+				silence, latest = q.gap, false
+			}
+			continue
+		}
+		if q.gap >= stairsPause && (j < s.n-1 || s.anchored) {
+			sum += q.gap
+			k++
+		}
+	}
+	return k > 0 && silence > stairsStepSilence*sum/float64(k)
 }

@@ -21,9 +21,8 @@ const sealed2Seeds = 100
 var sealed2Gaps = map[string]bool{
 	"s2-pool-doubling@10":    true,
 	"s2-model-repository@10": true, "s2-model-repository@1": true,
-	"s2-engine-build@10":    true,
-	"s2-slow-leak@1":        true,
-	"s2-long-context-kv@10": true, "s2-long-context-kv@1": true,
+	"s2-engine-build@10":     true,
+	"s2-long-context-kv@10":  true,
 	"s2-kv-batch-horizon@10": true, "s2-kv-batch-horizon@1": true,
 }
 

@@ -1,0 +1,44 @@
+package predictor
+
+import (
+	"math"
+	"testing"
+)
+
+// slowSteps is a cache that keeps something for every new input it sees,
+// on a 10 GB instance: the weights (3.1 GB) by 6 s, then, from 20 s, a step
+// of 0.25 GB every 35 to 80 s (in a fixed, irregular order) until top bytes
+// (0: on and on).
+func slowSteps(top float64) func(t float64) float64 {
+	gaps := []float64{50, 35, 70, 45, 60, 40, 80, 55}
+	return func(t float64) float64 {
+		u := ramp(t, 1, 6, 0.4e9, 3.1e9)
+		at := 20.0
+		for i := 0; t >= at; i++ {
+			u += 0.25e9
+			at += gaps[i%len(gaps)]
+		}
+		if top > 0 {
+			u = math.Min(u, top)
+		}
+		return u
+	}
+}
+
+// Slow growth in steps tens of seconds apart, which has gone on for
+// minutes, is marked before its OOM, at 10 Hz at least 5 s ahead: it is
+// asked whether it runs out within the eviction time (stairsLongRun).
+// Before that rule it was marked only on its OOM reading at 10 Hz. The
+// same steps stopping at 90 % are never marked: at their rate the
+// instance's end was always more than an eviction time away.
+func TestLongRunSlowStepsMarked(t *testing.T) {
+	for _, hz := range []float64{10, 1} {
+		mark, oom, d := series(t, Config{}, hz, 3000, slowSteps(0))
+		if oom < 0 || mark < 0 || (hz == 10 && oom-mark < 5) {
+			t.Errorf("slow steps, %v Hz: mark at %v s (%s), OOM at %v s: want a mark, 5 s ahead at 10 Hz", hz, mark, d.Reason, oom)
+		}
+		if mark, _, d := series(t, Config{}, hz, 3000, slowSteps(9e9)); mark >= 0 {
+			t.Errorf("slow steps stopping at 90 %%, %v Hz: marked at %v s (%s)", hz, mark, d.Reason)
+		}
+	}
+}
