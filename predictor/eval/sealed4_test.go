@@ -29,7 +29,6 @@ var sealed4Gaps = map[string]bool{
 	"s4-video-streams@10":    true, "s4-video-streams@1": true,
 	"s4-expert-cache@10": true, "s4-expert-cache@1": true,
 	"s4-request-type-leak@10": true, "s4-request-type-leak@1": true,
-	"s4-id-cache@10": true, "s4-id-cache@1": true,
 	"s4-index-ingest@10": true, "s4-index-ingest@1": true,
 	"s4-fragmentation-creep@10": true, "s4-fragmentation-creep@1": true,
 	"s4-replay-buffer-horizon@10": true, "s4-replay-buffer-horizon@1": true,
