@@ -60,11 +60,11 @@ func TestQuietShapesGivenHorizon(t *testing.T) {
 			s2 = append(s2, s)
 		}
 	}
-	rows2, err := scoreSealed2(s2, sealed2Seeds)
+	rows2, err := scoreSealed(sealed2Set(s2), sealed2Seeds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("\n%s", formatSealed2(rows2))
+	t.Logf("\n%s", formatSealed(rows2))
 	for _, r := range rows2 {
 		marked[fmt.Sprintf("%s@%g", r.Shape, r.Hz)] = r.FalseMarks
 	}

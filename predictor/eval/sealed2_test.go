@@ -1,11 +1,8 @@
 package eval
 
 import (
-	"fmt"
-	"sort"
 	"testing"
 
-	"github.com/migpro/migpro/predictor"
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
@@ -26,119 +23,18 @@ var sealed2Gaps = map[string]bool{
 	"s2-kv-batch-horizon@10": true, "s2-kv-batch-horizon@1": true,
 }
 
-// sealed2Row scores one shape of the second sealed set at one rate.
-type sealed2Row struct {
-	Shape            string
-	Hz               float64
-	Seeds            int
-	Growing, Horizon bool
-	// FalseMarks counts marked quiet runs; Missed growing runs not marked
-	// before their OOM sample; Late growing runs marked under 5 s before
-	// it (a miss is late too); OverQuarter growing runs with a horizon not
-	// marked by a quarter of their way to the OOM (mark t / OOM t over
-	// 0.25; a miss is over too).
-	FalseMarks, Missed, Late, OverQuarter int
-	// Failing counts the runs that break the bar at this rate, by instance
-	// size in GB.
-	Failing map[uint64]int
-	// MinLead and MedianLead are seconds from the mark to the OOM sample (a
-	// miss counts 0); MaxWay and MedianWay the mark's share of the way to
-	// the OOM (a miss counts 1), growing runs with a horizon only.
-	MinLead, MedianLead, MaxWay, MedianWay float64
-}
-
-// scoreSealed2 runs every shape at both rates for seeds seeds, each run on
-// its own instance with the agent's settings (predictor.ForSeconds) and,
-// when the run declares one, its horizon.
-func scoreSealed2(shapes []tracegen.Sealed2Shape, seeds int) ([]sealed2Row, error) {
-	var rows []sealed2Row
+// sealed2Set adapts shapes of the set (tracegen.Sealed2Shapes) to the
+// shared scorer.
+func sealed2Set(shapes []tracegen.Sealed2Shape) []sealedShape {
+	var out []sealedShape
 	for _, s := range shapes {
-		for _, hz := range []float64{tracegen.ShimHz, tracegen.NVMLHz} {
-			row := sealed2Row{Shape: s.Name, Hz: hz, Seeds: seeds, Growing: s.Growing, Horizon: s.WithHorizon, Failing: map[uint64]int{}}
-			var leads, ways []float64
-			for seed := range uint64(seeds) {
-				run := s.Generate(seed, hz)
-				res, err := Score(run.Trace, Options{Config: predictor.ForSeconds(predictor.Config{Capacity: run.Capacity, Horizon: run.Horizon})})
-				if err != nil {
-					return nil, fmt.Errorf("%s seed %d at %g Hz: %w", s.Name, seed, hz, err)
-				}
-				if (res.OOM != nil) != s.Growing {
-					return nil, fmt.Errorf("%s seed %d at %g Hz: runs out of its %d GB instance %v, want %v", s.Name, seed, hz, run.Capacity/1e9, res.OOM != nil, s.Growing)
-				}
-				if !s.Growing {
-					if res.FalseMark {
-						row.FalseMarks++
-						row.Failing[run.Capacity/1e9]++
-					}
-					continue
-				}
-				lead, way := 0.0, 1.0
-				if res.Mark != nil && *res.Mark < *res.OOM {
-					lead, way = *res.OOM-*res.Mark, *res.Mark / *res.OOM
-				} else {
-					row.Missed++
-				}
-				late, over := lead < 5, s.WithHorizon && way > 0.25
-				if late {
-					row.Late++
-				}
-				if over {
-					row.OverQuarter++
-				}
-				if lead == 0 || (late && hz == tracegen.ShimHz) || over {
-					row.Failing[run.Capacity/1e9]++
-				}
-				leads, ways = append(leads, lead), append(ways, way)
-			}
-			if len(leads) > 0 {
-				sort.Float64s(leads)
-				sort.Float64s(ways)
-				row.MinLead, row.MedianLead = leads[0], leads[len(leads)/2]
-				row.MaxWay, row.MedianWay = ways[len(ways)-1], ways[len(ways)/2]
-			}
-			rows = append(rows, row)
-		}
+		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon,
+			Generate: func(seed uint64, hz float64) sealedRun {
+				r := s.Generate(seed, hz)
+				return sealedRun{Trace: r.Trace, Capacity: r.Capacity, Horizon: r.Horizon}
+			}})
 	}
-	return rows, nil
-}
-
-// sealed2Miss says how a row misses issue 29's bar, "" when it meets it:
-// no false mark on a quiet shape (either rate); every growing run marked
-// before its OOM, at least 5 s ahead at 10 Hz; with a horizon, marked by a
-// quarter of its way.
-func sealed2Miss(r sealed2Row) string {
-	switch {
-	case r.FalseMarks > 0:
-		return fmt.Sprintf("%d/%d quiet runs marked", r.FalseMarks, r.Seeds)
-	case r.Missed > 0:
-		return fmt.Sprintf("%d/%d growing runs not marked before the OOM", r.Missed, r.Seeds)
-	case r.Hz == tracegen.ShimHz && r.Late > 0:
-		return fmt.Sprintf("%d/%d marked under 5 s before the OOM (min %.1f s)", r.Late, r.Seeds, r.MinLead)
-	case r.OverQuarter > 0:
-		return fmt.Sprintf("%d/%d not marked by 25%% of the way to the OOM (latest %.0f%%)", r.OverQuarter, r.Seeds, 100*r.MaxWay)
-	}
-	return ""
-}
-
-// formatSealed2 renders rows as the Markdown table of
-// docs/predictor-sealed2.md.
-func formatSealed2(rows []sealed2Row) string {
-	s := "| shape | rate | false marks | missed | marked < 5 s ahead | min lead (s) | median lead (s) | horizon: over 25% | latest mark (% of way) | failing runs by instance (5/10/20/40 GB) |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|\n"
-	for _, r := range rows {
-		by := fmt.Sprintf("%d/%d/%d/%d", r.Failing[5], r.Failing[10], r.Failing[20], r.Failing[40])
-		if !r.Growing {
-			s += fmt.Sprintf("| %s | %g Hz | %d/%d | – | – | – | – | – | – | %s |\n", r.Shape, r.Hz, r.FalseMarks, r.Seeds, by)
-			continue
-		}
-		over, way := "–", "–"
-		if r.Horizon {
-			over, way = fmt.Sprintf("%d/%d", r.OverQuarter, r.Seeds), fmt.Sprintf("%.0f", 100*r.MaxWay)
-		}
-		s += fmt.Sprintf("| %s | %g Hz | – | %d/%d | %d/%d | %.1f | %.1f | %s | %s | %s |\n", r.Shape, r.Hz, r.Missed, r.Seeds,
-			r.Late, r.Seeds, r.MinLead, r.MedianLead, over, way, by)
-	}
-	return s
+	return out
 }
 
 // TestSealed2Shapes holds the predictor, with the agent's settings, to
@@ -150,24 +46,5 @@ func formatSealed2(rows []sealed2Row) string {
 // reported, not held, and fail when they meet the bar. -v prints the
 // table of docs/predictor-sealed2.md.
 func TestSealed2Shapes(t *testing.T) {
-	rows, err := scoreSealed2(tracegen.Sealed2Shapes(), sealed2Seeds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", formatSealed2(rows))
-	var gaps []string
-	for _, r := range rows {
-		key := fmt.Sprintf("%s@%g", r.Shape, r.Hz)
-		miss := sealed2Miss(r)
-		switch {
-		case miss != "" && !sealed2Gaps[key]:
-			t.Errorf("%s at %g Hz: %s", r.Shape, r.Hz, miss)
-		case miss == "" && sealed2Gaps[key]:
-			t.Errorf("%s at %g Hz meets the bar: drop it from sealed2Gaps and from docs/predictor-sealed2.md", r.Shape, r.Hz)
-		}
-		if miss != "" {
-			gaps = append(gaps, fmt.Sprintf("%q: true,", key))
-		}
-	}
-	t.Logf("rows that miss the bar (sealed2Gaps): %d of %d\n%s", len(gaps), len(rows), fmt.Sprint(gaps))
+	checkSealed(t, sealed2Set(tracegen.Sealed2Shapes()), sealed2Seeds, sealed2Gaps, "sealed2Gaps", "docs/predictor-sealed2.md")
 }
