@@ -2,7 +2,6 @@ package eval
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
@@ -30,24 +29,13 @@ type sealedRun struct {
 	Horizon  float64
 }
 
-// sealedRow scores one shape of a sealed set at one rate.
+// sealedRow scores one shape of a sealed set at one rate, as ShapeRow does
+// issue 29's shapes, and counts the runs that break the bar by instance.
 type sealedRow struct {
-	Shape            string
-	Hz               float64
-	Seeds            int
-	Growing, Horizon bool
-	// FalseMarks counts marked quiet runs; Missed growing runs not marked
-	// before their OOM reading; Late growing runs marked under 5 s before
-	// it (a miss is late too); OverQuarter growing runs with a horizon not
-	// marked by a quarter of their way to the OOM (a miss is over too).
-	FalseMarks, Missed, Late, OverQuarter int
+	ShapeRow
 	// Failing counts the runs that break the bar at this rate, by instance
 	// size in GB.
 	Failing map[uint64]int
-	// MinLead and MedianLead are seconds from the mark to the OOM reading
-	// (a miss counts 0); MaxWay and MedianWay the mark's share of the way
-	// to the OOM (a miss counts 1), growing runs with a horizon only.
-	MinLead, MedianLead, MaxWay, MedianWay float64
 }
 
 // scoreSealed runs every shape at both rates for seeds seeds, each run on
@@ -57,7 +45,7 @@ func scoreSealed(shapes []sealedShape, seeds int) ([]sealedRow, error) {
 	var rows []sealedRow
 	for _, s := range shapes {
 		for _, hz := range []float64{tracegen.ShimHz, tracegen.NVMLHz} {
-			row := sealedRow{Shape: s.Name, Hz: hz, Seeds: seeds, Growing: s.Growing, Horizon: s.WithHorizon, Failing: map[uint64]int{}}
+			row := sealedRow{ShapeRow: ShapeRow{Shape: s.Name, Hz: hz, Seeds: seeds, Growing: s.Growing, Horizon: s.WithHorizon}, Failing: map[uint64]int{}}
 			var leads, ways []float64
 			for seed := range uint64(seeds) {
 				run := s.Generate(seed, hz)
@@ -68,60 +56,19 @@ func scoreSealed(shapes []sealedShape, seeds int) ([]sealedRow, error) {
 				if (res.OOM != nil) != s.Growing {
 					return nil, fmt.Errorf("%s seed %d at %g Hz: runs out of its %d GB instance %v, want %v", s.Name, seed, hz, run.Capacity/1e9, res.OOM != nil, s.Growing)
 				}
-				gb := run.Capacity / 1e9
-				if !s.Growing {
-					if res.FalseMark {
-						row.FalseMarks++
-						row.Failing[gb]++
-					}
-					continue
+				oom := 0.0
+				if res.OOM != nil {
+					oom = *res.OOM
 				}
-				lead, way := 0.0, 1.0
-				if res.Mark != nil && *res.Mark < *res.OOM {
-					lead, way = *res.OOM-*res.Mark, *res.Mark / *res.OOM
-				} else {
-					row.Missed++
+				if row.tally(res, oom, &leads, &ways) {
+					row.Failing[run.Capacity/1e9]++
 				}
-				late, over := lead < 5, s.WithHorizon && way > 0.25
-				if late {
-					row.Late++
-				}
-				if over {
-					row.OverQuarter++
-				}
-				if lead == 0 || (late && hz == tracegen.ShimHz) || over {
-					row.Failing[gb]++
-				}
-				leads, ways = append(leads, lead), append(ways, way)
 			}
-			if len(leads) > 0 {
-				sort.Float64s(leads)
-				sort.Float64s(ways)
-				row.MinLead, row.MedianLead = leads[0], leads[len(leads)/2]
-				row.MaxWay, row.MedianWay = ways[len(ways)-1], ways[len(ways)/2]
-			}
+			row.summarize(leads, ways)
 			rows = append(rows, row)
 		}
 	}
 	return rows, nil
-}
-
-// sealedMiss says how a row misses issue 29's bar, "" when it meets it:
-// no false mark on a quiet shape (either rate); every growing run marked
-// before its OOM, at least 5 s ahead at 10 Hz; with a horizon, marked by a
-// quarter of its way.
-func sealedMiss(r sealedRow) string {
-	switch {
-	case r.FalseMarks > 0:
-		return fmt.Sprintf("%d/%d quiet runs marked", r.FalseMarks, r.Seeds)
-	case r.Missed > 0:
-		return fmt.Sprintf("%d/%d growing runs not marked before the OOM", r.Missed, r.Seeds)
-	case r.Hz == tracegen.ShimHz && r.Late > 0:
-		return fmt.Sprintf("%d/%d marked under 5 s before the OOM (min %.1f s)", r.Late, r.Seeds, r.MinLead)
-	case r.OverQuarter > 0:
-		return fmt.Sprintf("%d/%d not marked by 25%% of the way to the OOM (latest %.0f%%)", r.OverQuarter, r.Seeds, 100*r.MaxWay)
-	}
-	return ""
 }
 
 // formatSealed renders rows as the Markdown table of the set's page
@@ -162,7 +109,7 @@ func checkSealed(t *testing.T, shapes []sealedShape, seeds int, gaps map[string]
 	var missing []string
 	for _, r := range rows {
 		key := fmt.Sprintf("%s@%g", r.Shape, r.Hz)
-		miss := sealedMiss(r)
+		miss := shapeMiss(r.ShapeRow)
 		switch {
 		case miss != "" && !gaps[key]:
 			t.Errorf("%s at %g Hz: %s", r.Shape, r.Hz, miss)
