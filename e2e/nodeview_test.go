@@ -52,13 +52,8 @@ func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 		}
 		nodes[n] = node
 	}
-	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
-	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
-	serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
-	agent := nodeBoundAgent(t, cl, "gpu-a")
-	if r := cl.Kubectl(t, "apply", "-f", filepath.Join(root, "deploy/kubernetes/agent-policy.yaml")); r.ExitCode != 0 || r.Err != nil {
-		t.Fatalf("kubectl apply agent-policy.yaml: exit %d %v\n%s", r.ExitCode, r.Err, r.Combined())
-	}
+	agent := chartAgentOnNode(t, cl, "gpu-a")
+	applyAgentPolicies(t, cl)
 
 	// A tenant's workload: a ReplicaSet with a pod on each node, a Job with
 	// a pod on gpu-b, a pending pod asking for MIG and one asking for none;

@@ -44,10 +44,7 @@ func TestSecurityNodeIdentityStaysOnItsNode(t *testing.T) {
 			return err
 		})
 	}
-	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
-	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
-	serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
-	agent := nodeBoundAgent(t, cl, "gpu-a")
+	agent := chartAgentOnNode(t, cl, "gpu-a")
 	refused := func(what string, err error, want string) {
 		t.Helper()
 		switch {
@@ -76,9 +73,7 @@ func TestSecurityNodeIdentityStaysOnItsNode(t *testing.T) {
 	})
 	_, err := agent.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-settings", metav1.GetOptions{})
 	refused("get a kube-system ConfigMap", err, "")
-	if r := cl.Kubectl(t, "apply", "-f", filepath.Join(root, "deploy/kubernetes/agent-policy.yaml")); r.ExitCode != 0 || r.Err != nil {
-		t.Fatalf("kubectl apply agent-policy.yaml: exit %d %v\n%s", r.ExitCode, r.Err, r.Combined())
-	}
+	applyAgentPolicies(t, cl)
 	i := 0
 	eventually(t, "the agent policies in force", 30*time.Second, func() bool {
 		i++

@@ -33,7 +33,6 @@ import (
 func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 	cl := harness.StartCluster(t)
 	ctx := context.Background()
-	root := repoRoot()
 	admin := cl.Client
 
 	// Two nodes (objects only): the agent's own, and another one.
@@ -43,10 +42,7 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 			return err
 		})
 	}
-	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
-	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
-	serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
-	agent := nodeBoundAgent(t, cl, "gpu-a")
+	agent := chartAgentOnNode(t, cl, "gpu-a")
 
 	// Objects the agent will try to change, made by the admin.
 	mustCreate(t, func() error {
@@ -69,9 +65,7 @@ func TestAgentPrivilegesLimitedByTheAPIServer(t *testing.T) {
 		[]byte(`{"spec":{"containers":[{"name":"c","image":"evil:latest"}]}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("without the policies, the agent's image patch: %v (want allowed: this test must see the policies make the difference)", err)
 	}
-	if r := cl.Kubectl(t, "apply", "-f", filepath.Join(root, "deploy/kubernetes/agent-policy.yaml")); r.ExitCode != 0 || r.Err != nil {
-		t.Fatalf("kubectl apply agent-policy.yaml: exit %d %v\n%s", r.ExitCode, r.Err, r.Combined())
-	}
+	applyAgentPolicies(t, cl)
 	mustCreate(t, func() error {
 		_, err := admin.CoreV1().ConfigMaps("team").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "migpro-readmit-foreign"}}, metav1.CreateOptions{})
 		return err
@@ -329,6 +323,28 @@ func nodeBoundAgent(t *testing.T, cl *harness.Cluster, nodeName string) kubernet
 		t.Fatalf("node-bound token: %v", err)
 	}
 	return tokenClient(t, cl, "migpro-agent-"+nodeName, tok.Status.Token)
+}
+
+// chartAgentOnNode gives the agent's ServiceAccount the RBAC of
+// deploy/kubernetes (rbac.yaml and rbac-readmit.yaml, as the chart renders
+// them) and returns its clientset with a token bound to node nodeName, as
+// the agent of that node holds it.
+func chartAgentOnNode(t *testing.T, cl *harness.Cluster, nodeName string) kubernetes.Interface {
+	t.Helper()
+	root := repoRoot()
+	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
+	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
+	serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
+	return nodeBoundAgent(t, cl, nodeName)
+}
+
+// applyAgentPolicies applies the agent's ValidatingAdmissionPolicies
+// (deploy/kubernetes/agent-policy.yaml).
+func applyAgentPolicies(t *testing.T, cl *harness.Cluster) {
+	t.Helper()
+	if r := cl.Kubectl(t, "apply", "-f", filepath.Join(repoRoot(), "deploy/kubernetes/agent-policy.yaml")); r.ExitCode != 0 || r.Err != nil {
+		t.Fatalf("kubectl apply agent-policy.yaml: exit %d %v\n%s", r.ExitCode, r.Err, r.Combined())
+	}
 }
 
 // tokenClient writes a kubeconfig <name>.kubeconfig with token and returns

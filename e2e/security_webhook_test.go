@@ -68,10 +68,7 @@ func TestSecurityWebhookAnswersOnlyTheAPIServer(t *testing.T) {
 			return err
 		})
 	}
-	rbac := manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac.yaml"), nil)
-	rbac = append(append(rbac, "\n---\n"...), manifestDocs(t, filepath.Join(root, "deploy/kubernetes/rbac-readmit.yaml"), nil)...)
-	serviceAccountKubeconfig(t, cl, "migpro-agent", rbac)
-	agent := nodeBoundAgent(t, cl, "gpu-a")
+	agent := chartAgentOnNode(t, cl, "gpu-a")
 	mustCreate(t, func() error {
 		_, err := cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{})
 		return err
