@@ -14,12 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/watch"
-)
 
-// PendingSelector is the field selector of pending pods, the one the
-// demand source lists and watches with (demand.PendingSelector; a test
-// keeps the two equal).
-const PendingSelector = "spec.nodeName=,status.phase=Pending"
+	"github.com/migpro/migpro/defaults"
+	"github.com/migpro/migpro/demand"
+)
 
 var podsResource = corev1.Resource("pods")
 
@@ -28,14 +26,14 @@ type scope int
 
 const (
 	onNode  scope = iota // spec.nodeName=<the caller's node>
-	pending              // PendingSelector, and asking for MIG
+	pending              // demand.PendingSelector, and asking for MIG
 )
 
 // podScope reads the field selector of a list or watch: the caller's node,
 // or pending pods; anything else is refused.
 func podScope(selector, node string) (scope, string, error) {
 	refuse := func(why string) (scope, string, error) {
-		return 0, "", errForbidden(fmt.Sprintf("pods may be listed or watched only with the field selector spec.nodeName=%s or %s; %s", node, PendingSelector, why))
+		return 0, "", errForbidden(fmt.Sprintf("pods may be listed or watched only with the field selector spec.nodeName=%s or %s; %s", node, demand.PendingSelector, why))
 	}
 	if strings.TrimSpace(selector) == "" {
 		return refuse("none was given")
@@ -58,7 +56,7 @@ func podScope(selector, node string) (scope, string, error) {
 	case len(got) == 1 && got["spec.nodeName"] == node:
 		return onNode, "spec.nodeName=" + node, nil
 	case len(got) == 2 && got["status.phase"] == string(corev1.PodPending) && hasEmpty(got, "spec.nodeName"):
-		return pending, PendingSelector, nil
+		return pending, demand.PendingSelector, nil
 	}
 	return refuse(fmt.Sprintf("%q was given", selector))
 }
@@ -69,14 +67,13 @@ func hasEmpty(m map[string]string, k string) bool {
 }
 
 // asksForMIG says whether a container or init container of p requests or
-// limits a <domain>/mig-* resource.
+// limits one of the domain's MIG resources.
 func (s *Server) asksForMIG(p *corev1.Pod) bool {
-	prefix := s.domain + "/mig-"
 	for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
 		for _, c := range cs {
 			for _, l := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
 				for name := range l {
-					if strings.HasPrefix(string(name), prefix) {
+					if defaults.IsMIGResource(s.domain, string(name)) {
 						return true
 					}
 				}

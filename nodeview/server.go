@@ -11,6 +11,8 @@ import (
 	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
 	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/migpro/migpro/defaults"
 )
 
 // Reads is what the server reads with its own identity: pods (list, watch,
@@ -40,7 +42,7 @@ type Option func(*Server)
 func WithLogger(log logrus.FieldLogger) Option { return func(s *Server) { s.log = log } }
 
 // WithDomain sets the resource domain: a pending pod is in the view when it
-// asks for a <domain>/mig-* resource (default nvidia.com).
+// asks for one of domain's MIG resources (default defaults.Domain).
 func WithDomain(d string) Option { return func(s *Server) { s.domain = d } }
 
 // New returns the view for the agent's user name (system:serviceaccount:
@@ -52,7 +54,7 @@ func New(reads Reads, review Reviewer, agentUser string, opts ...Option) (*Serve
 	if agentUser == "" {
 		return nil, errors.New("node view: the agent's user name is required")
 	}
-	s := &Server{reads: reads, review: review, user: agentUser, domain: "nvidia.com", log: logrus.New()}
+	s := &Server{reads: reads, review: review, user: agentUser, domain: defaults.Domain, log: logrus.New()}
 	for _, o := range opts {
 		o(s)
 	}

@@ -160,13 +160,6 @@ func wantCode(t *testing.T, what string, err error, is func(error) bool, code st
 	}
 }
 
-func TestPendingSelectorIsTheDemandSources(t *testing.T) {
-	if nodeview.PendingSelector != demand.PendingSelector {
-		t.Fatalf("nodeview.PendingSelector %q, demand.PendingSelector %q: the view would refuse the agent's watch",
-			nodeview.PendingSelector, demand.PendingSelector)
-	}
-}
-
 func TestViewListsAndGetsOnlyTheCallersPods(t *testing.T) {
 	v := newView(t, pod("on-a", "gpu-a", true), pod("on-b", "gpu-b", true), pod("pending-mig", "", true), pod("pending-plain", "", false))
 	ctx := context.Background()
