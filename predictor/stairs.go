@@ -161,6 +161,14 @@ const (
 	// not rise for minutes. 1 eviction time marked a warm-up staircase of
 	// the first held-out set in 26/100 runs (docs/predictor-round3.md).
 	stairsLongRun = 2
+	// stairsLongSteps: a long run (stairsLongRun) is asked about the
+	// eviction time only while its headroom is under this many of its
+	// largest held steps; further from capacity it is asked about NearTime,
+	// as a younger run is. A decelerating staircase (a cache that fills,
+	// pools added as streams join) rises for minutes too, but stops many
+	// steps short of the instance; at 4 a batched ingest was marked too
+	// late or missed more often (docs/predictor-round4.md).
+	stairsLongSteps = 6
 )
 
 // observe updates the runs with the peak at t; capacity sets the quantum.
@@ -419,6 +427,12 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 			// asked the question as it stands, whether it runs out within
 			// the time an eviction needs.
 			near = p.cfg.EvictionTime
+			if tto > p.cfg.NearTime && capacity-s.cur > stairsLongSteps*s.maxStep() {
+				// Its OOM is still more than stairsLongSteps of its own
+				// largest steps away: projecting it is extrapolating a
+				// staircase that may stop, so it is asked only NearTime.
+				near = min(p.cfg.NearTime, p.cfg.EvictionTime)
+			}
 		}
 	}
 	if tto > near {
@@ -427,4 +441,13 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	return verdict{
 		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
 	}, true
+}
+
+// maxStep is the largest step among the held rises. O(stairsRing).
+func (s *stairs) maxStep() float64 {
+	big := 0.0
+	for j := 0; j < s.n; j++ {
+		big = max(big, s.ring[j].step)
+	}
+	return big
 }
