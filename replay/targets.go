@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -87,7 +88,8 @@ var (
 
 // TargetSeeds reads a seed set: "tune" or "" (TuneSeeds), "held"
 // (HeldSeeds), "tune3" (Tune3Seeds), "held3" (Held3Seeds) or a
-// comma-separated list, which may not name a held-out seed.
+// comma-separated list of seeds and ranges (7,8,34-63), which may not name
+// a held-out seed.
 func TargetSeeds(list string) ([]uint64, error) {
 	named := map[string][]uint64{"": TuneSeeds, "tune": TuneSeeds, "held": HeldSeeds, "tune3": Tune3Seeds, "held3": Held3Seeds}
 	if seeds, ok := named[strings.TrimSpace(list)]; ok {
@@ -99,14 +101,21 @@ func TargetSeeds(list string) ([]uint64, error) {
 	}
 	var seeds []uint64
 	for _, f := range strings.Split(list, ",") {
-		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("seeds %q: want tune, held, tune3, held3 or a list such as 7,8,9: %w", list, err)
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(f), "-")
+		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
 		}
-		if held[n] {
-			return nil, fmt.Errorf("seeds %q: seed %d is in the held-out set (%d-%d), which runs only whole, as held", list, n, HeldSeeds[0], HeldSeeds[len(HeldSeeds)-1])
+		if err != nil || b < a || b-a >= 10000 {
+			return nil, fmt.Errorf("seeds %q: want tune, held, tune3, held3 or a list such as 7,8,9 or 34-63", list)
 		}
-		seeds = append(seeds, n)
+		for n := a; n <= b; n++ {
+			if held[n] {
+				return nil, fmt.Errorf("seeds %q: seed %d is in the held-out set (%d-%d), which runs only whole, as held", list, n, HeldSeeds[0], HeldSeeds[len(HeldSeeds)-1])
+			}
+			seeds = append(seeds, n)
+		}
 	}
 	return seeds, nil
 }
@@ -146,6 +155,10 @@ type TargetRow struct {
 	// P95Best names that baseline.
 	P95     map[string]float64
 	P95Best map[string]string
+	// JCTErr is, per baseline, the jackknife standard error of its JCT
+	// ratio over the seeds (each seed left out in turn): how far the ratio
+	// would move with another draw of as many seeds. Zero with one seed.
+	JCTErr map[string]float64
 }
 
 // JCTMet reports whether the policy's mean JCT is within 1% of every
@@ -190,6 +203,7 @@ func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 		strategies = append(strategies, ps[0])
 	}
 	jct := make([]float64, len(strategies))
+	perSeed := make([][]float64, len(strategies)) // mean JCT per seed
 	steps, runs, frag := make([]int, len(strategies)), make([]int, len(strategies)), make([]int, len(strategies))
 	p95 := make([]map[string]float64, len(strategies))
 	for i := range p95 {
@@ -206,6 +220,7 @@ func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 				return TargetRow{}, fmt.Errorf("%s seed %d: %s: %w", c.Name, seed, s.Name, err)
 			}
 			jct[i] += r.MeanJCT
+			perSeed[i] = append(perSeed[i], r.MeanJCT)
 			steps[i] += r.Reconfigs
 			runs[i] += len(r.Runs)
 			frag[i] += r.Fragmented
@@ -216,9 +231,10 @@ func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 			}
 		}
 	}
-	row := TargetRow{Config: c.Name, JCT: map[string]float64{}, P95: map[string]float64{}, P95Best: map[string]string{}, Frag: frag[0]}
+	row := TargetRow{Config: c.Name, JCT: map[string]float64{}, JCTErr: map[string]float64{}, P95: map[string]float64{}, P95Best: map[string]string{}, Frag: frag[0]}
 	for i, name := range TargetBaselines {
 		row.JCT[name] = jct[i+1] / jct[0]
+		row.JCTErr[name] = jackknifeRatio(perSeed[i+1], perSeed[0])
 		switch name {
 		case "nvidia-dra":
 			row.DRASteps = float64(steps[i+1]) / float64(runs[i+1])
@@ -241,4 +257,29 @@ func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 		}
 	}
 	return row, nil
+}
+
+// jackknifeRatio is the jackknife standard error of sum(num)/sum(den) over
+// paired samples: the ratio recomputed with each pair left out,
+// sqrt((n-1)/n · Σ(θᵢ-θ̄)²). Zero for fewer than two pairs.
+func jackknifeRatio(num, den []float64) float64 {
+	n := len(num)
+	if n < 2 || len(den) != n {
+		return 0
+	}
+	var sn, sd float64
+	for i := range num {
+		sn, sd = sn+num[i], sd+den[i]
+	}
+	theta := make([]float64, n)
+	mean := 0.0
+	for i := range num {
+		theta[i] = (sn - num[i]) / (sd - den[i])
+		mean += theta[i] / float64(n)
+	}
+	ss := 0.0
+	for _, t := range theta {
+		ss += (t - mean) * (t - mean)
+	}
+	return math.Sqrt(float64(n-1) / float64(n) * ss)
 }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -125,7 +126,7 @@ func TestTargetSeeds(t *testing.T) {
 		list string
 		n    int
 		has  uint64
-	}{{"", 15, 18}, {"tune", 15, 7}, {"held", 15, 33}, {"tune3", 3, 3}, {"held3", 3, 4}, {"7, 8,9", 3, 8}} {
+	}{{"", 15, 18}, {"tune", 15, 7}, {"held", 15, 33}, {"tune3", 3, 3}, {"held3", 3, 4}, {"7, 8,9", 3, 8}, {"34-63", 30, 50}, {"7,34-36", 4, 35}} {
 		seeds, err := TargetSeeds(c.list)
 		if err != nil {
 			t.Fatalf("%q: %v", c.list, err)
@@ -149,7 +150,7 @@ func TestTargetSeeds(t *testing.T) {
 			}
 		}
 	}
-	for _, list := range []string{"19", "7,8,33", "one", "1,,2"} {
+	for _, list := range []string{"19", "7,8,33", "10-20", "one", "1,,2", "9-7", "5-"} {
 		if seeds, err := TargetSeeds(list); err == nil {
 			t.Errorf("%q: %v, want an error", list, seeds)
 		}
@@ -162,6 +163,7 @@ func TestTargetSeeds(t *testing.T) {
 func TestVerdictsNameTheWinner(t *testing.T) {
 	rows := []TargetRow{
 		{Config: "a", JCT: map[string]float64{"first-fit": 1.02, "nvidia-dra": 0.936, "hami": 0.985, "static": 1.3},
+			JCTErr:    map[string]float64{"first-fit": 0.01, "nvidia-dra": 0.01, "hami": 0.02, "static": 0.05},
 			StepCount: 90, RunCount: 100, DRAStepCount: 200, DRARunCount: 100, Steps: 0.9, DRASteps: 2,
 			Frag: 27, FirstFitFrag: 23, P95: map[string]float64{"4g": 0.9, "7g": 1.21}, P95Best: map[string]string{"4g": "hami", "7g": "static"}},
 		{Config: "b", JCT: map[string]float64{"first-fit": 0.995, "nvidia-dra": 1.0, "hami": 1.1, "static": 1.5},
@@ -174,7 +176,9 @@ func TestVerdictsNameTheWinner(t *testing.T) {
 	}
 	jct, nvml, frag, p95, dec := vs[0], vs[1], vs[2], vs[3], vs[4]
 	if jct.Met != 1 || jct.Rows != 2 || len(jct.Misses) != 1 || jct.Misses[0].Config != "a" || len(jct.Misses[0].By) != 2 ||
-		!strings.HasPrefix(jct.Misses[0].By[0], "nvidia-dra ahead by 6.4%") || !strings.HasPrefix(jct.Misses[0].By[1], "hami ahead by 1.5%") {
+		jct.Misses[0].By[0] != "nvidia-dra ahead by 6.4% (mean JCT nvidia-dra ÷ policy 0.936 ± 0.010)" ||
+		jct.Misses[0].By[1] != "hami ahead by 1.5% (mean JCT hami ÷ policy 0.985 ± 0.020, within two standard errors of the 1% line)" ||
+		!strings.Contains(jct.Noise, "of the 3 ratios within 10% of 1): median 0.010, largest 0.020 (a against hami)") {
 		t.Errorf("mean JCT verdict %+v", jct)
 	}
 	if !nvml.Whole || !nvml.WholeMet || !strings.HasPrefix(nvml.Figure, "0.50 against nvidia-dra's 2.00") {
@@ -197,12 +201,34 @@ func TestVerdictsNameTheWinner(t *testing.T) {
 	if err := WriteTargets(&out, "migpro", rows); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"- mean JCT within 1% of every baseline's or better: met in 1 of 2 rows\n    missed a: nvidia-dra ahead by 6.4%",
+	for _, want := range []string{"- mean JCT within 1% of every baseline's or better: met in 1 of 2 rows\n    seed noise (",
+		"\n    missed a: nvidia-dra ahead by 6.4% (mean JCT nvidia-dra ÷ policy 0.936 ± 0.010); hami ahead by 1.5%",
 		"- NVML steps per job at most half of nvidia-dra's over the whole set: not met: 1.45 against nvidia-dra's 2.00",
 		"- fragmentation waits no more than first-fit's: met in 1 of 2 rows\n    missed a: first-fit has 4 fewer",
 		"- p95 arrival-to-start of 4g and 7g no worse than any baseline's: met in 1 of 2 rows\n    missed a: 7g: static ahead"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// The jackknife error of a ratio of sums is zero when every seed gives the
+// same ratio, grows with the seeds' disagreement, and matches a value worked
+// by hand: pairs (1,1), (2,1), (3,1) leave out to 5/2, 4/2, 3/2, mean 2,
+// so sqrt(2/3 · (0.25+0+0.25)) = sqrt(1/3).
+func TestJackknifeRatio(t *testing.T) {
+	if e := jackknifeRatio([]float64{2, 4, 6}, []float64{1, 2, 3}); e != 0 {
+		t.Errorf("equal ratios: error %v, want 0", e)
+	}
+	if e, want := jackknifeRatio([]float64{1, 2, 3}, []float64{1, 1, 1}), math.Sqrt(1.0/3); math.Abs(e-want) > 1e-12 {
+		t.Errorf("error %v, want %v", e, want)
+	}
+	if e := jackknifeRatio([]float64{1}, []float64{1}); e != 0 {
+		t.Errorf("one seed: error %v, want 0", e)
+	}
+	narrow := jackknifeRatio([]float64{1, 1.01, 0.99, 1}, []float64{1, 1, 1, 1})
+	wide := jackknifeRatio([]float64{1, 1.2, 0.8, 1}, []float64{1, 1, 1, 1})
+	if !(narrow > 0 && wide > 10*narrow) {
+		t.Errorf("errors %v (narrow) and %v (wide)", narrow, wide)
 	}
 }

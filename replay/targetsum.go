@@ -33,6 +33,9 @@ type TargetVerdict struct {
 	Figure      string
 	Misses      []TargetMiss
 	NotMeasured bool
+	// Noise, for mean JCT, says how much the rows' ratios move with the
+	// seeds drawn (TargetRow.JCTErr).
+	Noise string
 }
 
 // Verdicts judges the rows against each target, in the order issue 28
@@ -63,6 +66,7 @@ func Verdicts(policy string, rows []TargetRow) []TargetVerdict {
 		meanSteps += r.Steps
 		meanDRA += r.DRASteps
 	}
+	jct.Noise = jctNoise(rows)
 	nvml := TargetVerdict{Target: "NVML steps per job at most half of nvidia-dra's over the whole set", Whole: true}
 	if runs > 0 && draRuns > 0 {
 		mine, dra := float64(steps)/float64(runs), float64(draSteps)/float64(draRuns)
@@ -87,7 +91,14 @@ func jctWinners(r TargetRow) []string {
 	sort.Slice(names, func(i, j int) bool { return r.JCT[names[i]] < r.JCT[names[j]] })
 	out := make([]string, len(names))
 	for i, name := range names {
-		out[i] = fmt.Sprintf("%s ahead by %.1f%% (mean JCT %s ÷ policy %.3f)", name, 100*(1-r.JCT[name]), name, r.JCT[name])
+		out[i] = fmt.Sprintf("%s ahead by %.1f%% (mean JCT %s ÷ policy %.3f", name, 100*(1-r.JCT[name]), name, r.JCT[name])
+		if e := r.JCTErr[name]; e > 0 {
+			out[i] += fmt.Sprintf(" ± %.3f", e)
+			if 0.99-r.JCT[name] < 2*e {
+				out[i] += ", within two standard errors of the 1% line"
+			}
+		}
+		out[i] += ")"
 	}
 	return out
 }
@@ -100,6 +111,32 @@ func fragWinner(policy string, r TargetRow) string {
 		return fmt.Sprintf("first-fit has %d fewer: none against %s's %d", d, policy, r.Frag)
 	}
 	return fmt.Sprintf("first-fit has %d fewer: %d against %s's %d (%.0f%% more)", d, r.FirstFitFrag, policy, r.Frag, 100*float64(d)/float64(r.FirstFitFrag))
+}
+
+// jctNoise sums up the jackknife standard errors of the ratios within 10%
+// of 1, where the 1% line is decided: the median and the largest, with its
+// row and baseline.
+func jctNoise(rows []TargetRow) string {
+	var errs []float64
+	worst, where := 0.0, ""
+	for _, r := range rows {
+		for _, name := range TargetBaselines {
+			e := r.JCTErr[name]
+			if v := r.JCT[name]; e <= 0 || v < 0.9 || v > 1.1 {
+				continue // a ratio far from 1 is on one side of the 1% line whatever its noise
+			}
+			errs = append(errs, e)
+			if e > worst {
+				worst, where = e, r.Config+" against "+name
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return ""
+	}
+	sort.Float64s(errs)
+	return fmt.Sprintf("seed noise (jackknife standard error over these seeds of the %d ratios within 10%% of 1): median %.3f, largest %.3f (%s)",
+		len(errs), errs[len(errs)/2], worst, where)
 }
 
 // p95Winners names, per target size the policy is behind on, the baseline
@@ -156,6 +193,9 @@ func WriteTargets(w io.Writer, policy string, rows []TargetRow) error {
 				fmt.Fprintf(&b, "- %s: %s: %s\n", v.Target, verdict, v.Figure)
 			default:
 				fmt.Fprintf(&b, "- %s: met in %d of %d rows\n", v.Target, v.Met, v.Rows)
+				if v.Noise != "" {
+					fmt.Fprintf(&b, "    %s\n", v.Noise)
+				}
 				for _, m := range v.Misses {
 					fmt.Fprintf(&b, "    missed %s: %s\n", m.Config, strings.Join(m.By, "; "))
 				}
