@@ -245,8 +245,9 @@ func profileOrder(name string) float64 {
 	return g*1000 + mem
 }
 
-// PlotAll writes policies.png and, for every dynamic or static policy, a
-// timeline of GPU gpu, into dir; it returns the files written.
+// PlotAll writes policies.png and, for every policy, a timeline of GPU gpu
+// and a chart of each GPU's stranded slices over time, into dir; it returns
+// the files written.
 func PlotAll(dir, title string, results []*Result, gpu, slots int) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
@@ -262,6 +263,12 @@ func PlotAll(dir, title string, results []*Result, gpu, slots int) ([]string, er
 		path := filepath.Join(dir, "timeline-"+name+".png")
 		t := fmt.Sprintf("%s — GPU %d layout over time (%s)", r.Policy, gpu, title)
 		if err := PlotTimeline(path, t, r, gpu, slots); err != nil {
+			return nil, err
+		}
+		files = append(files, path)
+		path = filepath.Join(dir, "stranded-"+name+".png")
+		t = fmt.Sprintf("%s — each GPU's stranded compute slices over time (%s)", r.Policy, title)
+		if err := PlotStranded(path, t, r); err != nil {
 			return nil, err
 		}
 		files = append(files, path)

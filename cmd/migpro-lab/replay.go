@@ -58,6 +58,15 @@ type replayJSON struct {
 	// Fragmented lists the fragmentation waits, each with the instances
 	// in the way on every GPU that had the slices and slots for it.
 	Fragmented []replay.FragmentedWait `json:"fragmentationWaits"`
+	// The metrics users feel (docs/replay-workloads.md): NVML steps per
+	// job, arrival-to-start by request size, and each GPU's stranded
+	// compute slices averaged over the makespan (global GPU index).
+	StepsPerJob float64           `json:"stepsPerJob"`
+	StartWaits  []replay.SizeWait `json:"startWaits"`
+	Stranded    []float64         `json:"strandedSlicesPerGPU"`
+	// SimulatorOnly: the figures are the simulator's, not the agent's (a
+	// policy the agent lacks, or more than one node).
+	SimulatorOnly bool `json:"simulatorOnly"`
 }
 
 func (opt *replayOptions) run(stdout io.Writer) error {
@@ -94,7 +103,8 @@ func (opt *replayOptions) run(stdout io.Writer) error {
 		for i, r := range results {
 			out[i] = replayJSON{r.Policy, r.Detail, r.Jobs, r.Makespan, r.Throughput, r.MeanJCT, r.P95JCT, r.MemUtil,
 				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.Reservations, r.Backfills, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds(),
-				append([]replay.FragmentedWait{}, r.FragmentedWaits...)}
+				append([]replay.FragmentedWait{}, r.FragmentedWaits...), r.StepsPerJob(), append([]replay.SizeWait{}, r.StartWaits...),
+				append([]float64{}, r.Stranded...), r.SimulatorOnly()}
 		}
 		if err := ctl.WriteJSON(stdout, out); err != nil {
 			return err
