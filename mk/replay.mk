@@ -23,7 +23,10 @@ REPLAY_TARGET_SEEDS ?= tune3
 
 TEST_TARGETS += replay-report
 
-.PHONY: replay-report replay-bench placement-bench replay-targets
+.PHONY: replay-report replay-bench placement-bench replay-targets simulate-report
+# simulate-report is replay-report's old name ("simulate" now means the
+# simulated GPU), kept so the old command still works.
+simulate-report: replay-report
 replay-report: build
 	@mkdir -p $(REPLAY_OUT)
 	@for m in $(REPLAY_MIXES); do \

@@ -110,7 +110,7 @@ func fragWinner(policy string, r TargetRow) string {
 	if r.FirstFitFrag == 0 {
 		return fmt.Sprintf("first-fit has %d fewer: none against %s's %d", d, policy, r.Frag)
 	}
-	return fmt.Sprintf("first-fit has %d fewer: %d against %s's %d (%.0f%% more)", d, r.FirstFitFrag, policy, r.Frag, 100*float64(d)/float64(r.FirstFitFrag))
+	return fmt.Sprintf("first-fit has %d fewer: %d against %s's %d (%.1f%% more)", d, r.FirstFitFrag, policy, r.Frag, 100*float64(d)/float64(r.FirstFitFrag))
 }
 
 // jctNoise sums up the jackknife standard errors of the ratios within 10%
