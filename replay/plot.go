@@ -41,8 +41,15 @@ func PlotPolicies(path, title string, results []*Result) error {
 	}
 	const rows, cols = 2, 4
 	names := make([]string, len(results))
+	only := false
 	for i, r := range results {
 		names[i] = r.Policy
+		if r.SimulatorOnly() {
+			names[i], only = r.Policy+" *", true
+		}
+	}
+	if only {
+		title += " (* simulator only)"
 	}
 	plots := make([][]*plot.Plot, rows)
 	for i := range plots {
@@ -261,13 +268,17 @@ func PlotAll(dir, title string, results []*Result, gpu, slots int) ([]string, er
 	for _, r := range results {
 		name := strings.NewReplacer("/", "-", "+", "-", ":", "-").Replace(r.Policy)
 		path := filepath.Join(dir, "timeline-"+name+".png")
-		t := fmt.Sprintf("%s — GPU %d layout over time (%s)", r.Policy, gpu, title)
+		label := r.Policy
+		if r.SimulatorOnly() {
+			label += " (simulator only)"
+		}
+		t := fmt.Sprintf("%s — GPU %d layout over time (%s)", label, gpu, title)
 		if err := PlotTimeline(path, t, r, gpu, slots); err != nil {
 			return nil, err
 		}
 		files = append(files, path)
 		path = filepath.Join(dir, "stranded-"+name+".png")
-		t = fmt.Sprintf("%s — each GPU's stranded compute slices over time (%s)", r.Policy, title)
+		t = fmt.Sprintf("%s — each GPU's stranded compute slices over time (%s)", label, title)
 		if err := PlotStranded(path, t, r); err != nil {
 			return nil, err
 		}
