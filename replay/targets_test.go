@@ -20,7 +20,8 @@ import (
 // figures as a table; with -v the benchmark logs that table too.
 //
 // Per configuration it reports the baselines' summed mean JCT over
-// migpro's (jct-X/migpro, above 1: migpro better), NVML steps per job
+// migpro's (jct-X/migpro, above 1: migpro better) and its jackknife
+// standard error over the seeds (jct-X-stderr), NVML steps per job
 // (migpro's and nvidia-dra's), fragmentation waits (migpro's and
 // first-fit's) and the p95 arrival-to-start of 4g and 7g requests (migpro's
 // over the best baseline's, at most 1 meets the target).
@@ -45,6 +46,7 @@ func BenchmarkTargets(b *testing.B) {
 			}
 			for _, base := range TargetBaselines {
 				b.ReportMetric(row.JCT[base], "jct-"+base+"/migpro")
+				b.ReportMetric(row.JCTErr[base], "jct-"+base+"-stderr")
 			}
 			b.ReportMetric(row.Steps, "migpro-steps/job")
 			b.ReportMetric(row.DRASteps, "dra-steps/job")
