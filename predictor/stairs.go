@@ -418,7 +418,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		return verdict{}, false
 	}
 	tto := (capacity - s.cur) / (r * (1 + min(stairsZ*rel, stairsMaxWiden)))
-	near := p.cfg.NearTime
+	near, next := p.cfg.NearTime, false
 	if p.cfg.EvictionTime > 0 {
 		near = min(near, p.cfg.EvictionTime)
 		if s.epRises >= stairsRing && now-s.epStart >= stairsLongRun*p.cfg.EvictionTime {
@@ -427,7 +427,12 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 			// asked the question as it stands, whether it runs out within
 			// the time an eviction needs.
 			near = p.cfg.EvictionTime
-			if tto > p.cfg.NearTime && capacity-s.cur > stairsLongSteps*s.maxStep() {
+			switch headroom, big := capacity-s.cur, s.maxStep(); {
+			case headroom < big:
+				// Its next step, as large as its largest, does not fit:
+				// it runs out at that step, whenever it comes.
+				next = true
+			case tto > p.cfg.NearTime && headroom > stairsLongSteps*big:
 				// Its OOM is still more than stairsLongSteps of its own
 				// largest steps away: projecting it is extrapolating a
 				// staircase that may stop, so it is asked only NearTime.
@@ -435,19 +440,20 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 			}
 		}
 	}
-	if tto > near {
+	if tto > near && !next {
 		return verdict{}, false
 	}
 	return verdict{
-		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
+		target: now + max(tto, now-p.first), riskAt: now + min(tto, near), tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
 	}, true
 }
 
-// maxStep is the largest step among the held rises. O(stairsRing).
+// maxStep is the largest step among the held rises but the oldest (whose
+// step, as in stepSum, may be the jump that started the run). O(stairsRing).
 func (s *stairs) maxStep() float64 {
 	big := 0.0
-	for j := 0; j < s.n; j++ {
-		big = max(big, s.ring[j].step)
+	for j := 0; j < s.n-1; j++ {
+		big = max(big, s.ring[(s.head+stairsRing-1-j)%stairsRing].step)
 	}
 	return big
 }
