@@ -56,7 +56,11 @@ import "math"
 //     a single step, not a trend (latestStep).
 //   - Without a horizon, an episode that has risen for stairsLongRun
 //     eviction times in stairsRing rises or more marks when its OOM is
-//     projected within the eviction time, not only within NearTime.
+//     projected within the eviction time, not only within NearTime, while
+//     its headroom is within stairsLongSteps of its largest held steps.
+//   - Without a horizon, a run that has risen for stairsLongRun eviction
+//     times in stairsRing rises or more, and whose headroom is under its
+//     largest held step, marks: its next such step does not fit.
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
 //     rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Without a horizon,
@@ -419,24 +423,24 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	}
 	tto := (capacity - s.cur) / (r * (1 + min(stairsZ*rel, stairsMaxWiden)))
 	near, next := p.cfg.NearTime, false
-	if p.cfg.EvictionTime > 0 {
-		near = min(near, p.cfg.EvictionTime)
-		if s.epRises >= stairsRing && now-s.epStart >= stairsLongRun*p.cfg.EvictionTime {
-			// A run that has risen for stairsLongRun eviction times, in
-			// stairsRing rises or more, is no load and no warm-up: it is
-			// asked the question as it stands, whether it runs out within
-			// the time an eviction needs.
-			near = p.cfg.EvictionTime
-			switch headroom, big := capacity-s.cur, s.maxStep(); {
-			case headroom < big:
-				// Its next step, as large as its largest, does not fit:
-				// it runs out at that step, whenever it comes.
-				next = true
-			case tto > p.cfg.NearTime && headroom > stairsLongSteps*big:
-				// Its OOM is still more than stairsLongSteps of its own
-				// largest steps away: projecting it is extrapolating a
-				// staircase that may stop, so it is asked only NearTime.
-				near = min(p.cfg.NearTime, p.cfg.EvictionTime)
+	if e := p.cfg.EvictionTime; e > 0 {
+		near = min(near, e)
+		headroom, big := capacity-s.cur, s.maxStep()
+		// A run that has risen for stairsLongRun eviction times, in
+		// stairsRing rises or more, is no load and no warm-up. When its
+		// headroom is under its largest held step, its next step of that
+		// size does not fit: it runs out at that step, whenever it comes.
+		next = s.n >= stairsRing && now-s.start >= stairsLongRun*e && headroom < big
+		if s.epRises >= stairsRing && now-s.epStart >= stairsLongRun*e {
+			// Its latest episode alone has risen that long: it is asked the
+			// question as it stands, whether it runs out within the time an
+			// eviction needs, unless its OOM is still more than
+			// stairsLongSteps of its largest steps away: projecting that
+			// far is extrapolating a staircase that may stop, so it is
+			// asked only NearTime, as a younger run is.
+			near = e
+			if tto > p.cfg.NearTime && headroom > stairsLongSteps*big {
+				near = min(p.cfg.NearTime, e)
 			}
 		}
 	}
