@@ -75,34 +75,32 @@ func TestLongRunManyStepsShortNotMarked(t *testing.T) {
 	}
 }
 
-// unevenSteps is a leak in steps of 0.25 and 0.75 GB in turn, one a minute
-// from 20 s, after 3.1 GB of weights, on a 10 GB instance, until top bytes.
-// Its step at 740 s leaves 0.65 GB, under its larger step: the next one,
-// at 800 s, runs out.
-func unevenSteps(top float64) func(t float64) float64 {
+// sparseSteps is a leak of 0.5 GB every 90 s from 20 s, after 3.05 GB of
+// weights, on a 10 GB instance, until top bytes. Its step at 1100 s leaves
+// 0.45 GB, under its steps' mean: the next one, at 1190 s, runs out.
+func sparseSteps(top float64) func(t float64) float64 {
 	return func(t float64) float64 {
-		u := ramp(t, 1, 6, 0.4e9, 3.1e9)
-		for i, at := 0, 20.0; t >= at; i, at = i+1, at+60 {
-			u += []float64{0.25e9, 0.75e9}[i%2]
+		u := ramp(t, 1, 6, 0.4e9, 3.05e9)
+		if t >= 20 {
+			u += 0.5e9 * (1 + math.Floor((t-20)/90))
 		}
 		return math.Min(u, top)
 	}
 }
 
-// A long run whose headroom is under its largest step runs out at its next
-// step of that size, whenever it comes: it is marked then, though at its
-// rate a minute apart its OOM is projected beyond the eviction time.
+// A long run whose headroom is under its mean step runs out at its next
+// step, whenever it comes: it is marked then, though with its steps 90 s
+// apart its OOM is projected beyond the eviction time (81 s at its rate).
 // Without that rule it is marked only on its OOM reading. The same steps
-// stopping one step earlier, 0.9 GB short, more than its largest step,
-// are not marked.
+// stopping one step earlier, 0.95 GB short, are not marked.
 func TestLongRunNextStepMarked(t *testing.T) {
 	for _, hz := range []float64{10, 1} {
-		mark, oom, d := series(t, Config{}, hz, 1200, unevenSteps(11e9))
+		mark, oom, d := series(t, Config{}, hz, 1500, sparseSteps(11e9))
 		if oom < 0 || mark < 0 || mark >= oom || (hz == 10 && oom-mark < 5) {
-			t.Errorf("uneven steps, %v Hz: mark at %v s (%s), OOM at %v s: want a mark, 5 s ahead at 10 Hz", hz, mark, d.Reason, oom)
+			t.Errorf("sparse steps, %v Hz: mark at %v s (%s), OOM at %v s: want a mark, 5 s ahead at 10 Hz", hz, mark, d.Reason, oom)
 		}
-		if mark, _, d := series(t, Config{}, hz, 1200, unevenSteps(9.1e9)); mark >= 0 {
-			t.Errorf("uneven steps stopping 0.9 GB short, %v Hz: marked at %v s (%s)", hz, mark, d.Reason)
+		if mark, _, d := series(t, Config{}, hz, 1500, sparseSteps(9.05e9)); mark >= 0 {
+			t.Errorf("sparse steps stopping 0.95 GB short, %v Hz: marked at %v s (%s)", hz, mark, d.Reason)
 		}
 	}
 }

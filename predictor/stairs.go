@@ -60,7 +60,7 @@ import "math"
 //     its headroom is within stairsLongSteps of its largest held steps.
 //   - Without a horizon, a run that has risen for stairsLongRun eviction
 //     times in stairsRing rises or more, and whose headroom is under its
-//     largest held step, marks: its next such step does not fit.
+//     mean held step, marks: its next such step does not fit.
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
 //     rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Without a horizon,
@@ -428,9 +428,11 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		headroom, big := capacity-s.cur, s.maxStep()
 		// A run that has risen for stairsLongRun eviction times, in
 		// stairsRing rises or more, is no load and no warm-up. When its
-		// headroom is under its largest held step, its next step of that
-		// size does not fit: it runs out at that step, whenever it comes.
-		next = s.n >= stairsRing && now-s.start >= stairsLongRun*e && headroom < big
+		// headroom is under its mean held step, its next step of that size
+		// does not fit: it runs out at that step, whenever it comes. (Its
+		// largest step instead marked notebook cells of random sizes on
+		// fresh seeds; docs/predictor-round4.md.)
+		next = s.n >= stairsRing && now-s.start >= stairsLongRun*e && headroom < s.stepSum/float64(s.n-1)
 		if s.epRises >= stairsRing && now-s.epStart >= stairsLongRun*e {
 			// Its latest episode alone has risen that long: it is asked the
 			// question as it stands, whether it runs out within the time an
