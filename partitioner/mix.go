@@ -4,6 +4,8 @@ import (
 	"maps"
 	"math"
 	"time"
+
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // The workload mix. The migpro policy values a GPU's free room by what the
@@ -35,6 +37,9 @@ type mix struct {
 	npend   int
 	// weights caches each slot's per-shape weight vector; nil when stale.
 	weights [][]float64
+	// wanted caches each slot's wanted shapes (see wants); valid with
+	// weights.
+	wanted []geometry.ShapeSet
 }
 
 // observe records a request for profile served at now. The older ones
@@ -87,6 +92,25 @@ func (d *mix) of(profile string) float64 {
 	return w
 }
 
+// wants reports whether profile is asked for: served lately or waiting now.
+// A profile wanted only by the prior is not.
+func (d *mix) wants(profile string) bool {
+	return d.recent[profile] > 0 || d.pending[profile] > 0
+}
+
+// capacity is a slot's demand-weighted capacity in state st
+// (geometry.CapacityWanted with the slot's wanted shapes). The caller holds
+// p.mu and has called shapeWeights.
+func (p *Partitioner) capacity(i int, st geometry.State) float64 {
+	s := p.slots[i]
+	return s.geo.CapacityWanted(st, p.mix.weights[i], p.mix.wanted[i])
+}
+
+// capacityOf is capacity on slot i as a function of the state.
+func (p *Partitioner) capacityOf(i int) func(geometry.State) float64 {
+	return func(st geometry.State) float64 { return p.capacity(i, st) }
+}
+
 // shapeWeights returns, per slot, each shape's weight: the mix weight of its
 // profiles, each divided by how many GPUs of the node offer it, times the
 // shape's compute slices. The caller holds p.mu.
@@ -102,11 +126,15 @@ func (p *Partitioner) shapeWeights() [][]float64 {
 		}
 	}
 	d.weights = make([][]float64, len(p.slots))
+	d.wanted = make([]geometry.ShapeSet, len(p.slots))
 	for i, s := range p.slots {
 		w := make([]float64, len(s.geo.Shapes))
 		for _, sh := range s.geo.Shapes {
 			for _, name := range sh.Profiles {
 				w[sh.Index] += d.of(name) / float64(offeredBy[name])
+				if d.wants(name) {
+					d.wanted[i] |= 1 << sh.Index
+				}
 			}
 			w[sh.Index] *= float64(sh.Slices)
 		}
