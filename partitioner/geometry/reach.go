@@ -168,15 +168,6 @@ func layoutWeight(g *Geometry, slices, slots int) float32 {
 	return float32(math.Pow(f, layoutPower))
 }
 
-// slotsOf is the memory slots the options of mask cover.
-func slotsOf(g *Geometry, mask uint64) uint16 {
-	var s uint16
-	for m := mask; m != 0; m &= m - 1 {
-		s |= g.Options[bits.TrailingZeros64(m)].slotMask
-	}
-	return s
-}
-
 // Capacity is the demand-weighted capacity left on a GPU in state s: over
 // every maximal layout reachable from s, the instances that layout would
 // still add, each shape's counted by weight[shape] (how much that shape is
