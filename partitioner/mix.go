@@ -37,9 +37,9 @@ type mix struct {
 	npend   int
 	// weights caches each slot's per-shape weight vector; nil when stale.
 	weights [][]float64
-	// wanted caches each slot's wanted shapes (see wants); valid with
-	// weights.
-	wanted []geometry.ShapeSet
+	// wanted caches each slot's capacity for its wanted shapes (see
+	// wants); valid with weights.
+	wanted []*geometry.Wanted
 }
 
 // observe records a request for profile served at now. The older ones
@@ -102,8 +102,7 @@ func (d *mix) wants(profile string) bool {
 // (geometry.CapacityWanted with the slot's wanted shapes). The caller holds
 // p.mu and has called shapeWeights.
 func (p *Partitioner) capacity(i int, st geometry.State) float64 {
-	s := p.slots[i]
-	return s.geo.CapacityWanted(st, p.mix.weights[i], p.mix.wanted[i])
+	return p.mix.wanted[i].Capacity(st, p.mix.weights[i])
 }
 
 // capacityOf is capacity on slot i as a function of the state.
@@ -126,19 +125,21 @@ func (p *Partitioner) shapeWeights() [][]float64 {
 		}
 	}
 	d.weights = make([][]float64, len(p.slots))
-	d.wanted = make([]geometry.ShapeSet, len(p.slots))
+	d.wanted = make([]*geometry.Wanted, len(p.slots))
 	for i, s := range p.slots {
 		w := make([]float64, len(s.geo.Shapes))
+		var wanted geometry.ShapeSet
 		for _, sh := range s.geo.Shapes {
 			for _, name := range sh.Profiles {
 				w[sh.Index] += d.of(name) / float64(offeredBy[name])
 				if d.wants(name) {
-					d.wanted[i] |= 1 << sh.Index
+					wanted |= 1 << sh.Index
 				}
 			}
 			w[sh.Index] *= float64(sh.Slices)
 		}
 		d.weights[i] = w
+		d.wanted[i] = s.geo.Wanting(wanted)
 	}
 	return d.weights
 }

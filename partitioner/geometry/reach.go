@@ -185,8 +185,31 @@ func (g *Geometry) Capacity(s State, weight []float64) float64 {
 // the instances of the wanted shapes only (see layoutWeight): room held by
 // a shape no one asks for is stranded room, not use.
 func (g *Geometry) CapacityWanted(s State, weight []float64, wanted ShapeSet) float64 {
-	c := g.reach
-	w := c.tableFor(g, tableKey{g.blockedBy(s), wanted}).weight[s.Mask&c.countedMask]
+	return g.Wanting(wanted).Capacity(s, weight)
+}
+
+// Wanted weighs capacity for one set of wanted shapes (Geometry.Wanting).
+type Wanted struct {
+	g         *Geometry
+	set       ShapeSet
+	unblocked *reachTable // the table with nothing blocked, looked up once
+}
+
+// Wanting is the capacity of this geometry for the wanted shapes, with its
+// common table looked up once: a decision asks for many states' capacity.
+func (g *Geometry) Wanting(wanted ShapeSet) *Wanted {
+	return &Wanted{g: g, set: wanted, unblocked: g.reach.tableFor(g, tableKey{wanted: wanted})}
+}
+
+// Capacity is Geometry.Capacity with the layouts weighed for the wanted
+// shapes.
+func (wn *Wanted) Capacity(s State, weight []float64) float64 {
+	g, c := wn.g, wn.g.reach
+	t := wn.unblocked
+	if b := g.blockedBy(s); b != (blocked{}) {
+		t = c.tableFor(g, tableKey{b, wn.set})
+	}
+	w := t.weight[s.Mask&c.countedMask]
 	if w == nil {
 		return 0
 	}
