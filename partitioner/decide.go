@@ -151,12 +151,15 @@ func (p *Partitioner) reuseOptions(profile string) []option {
 	weights := p.shapeWeights()
 	for i, s := range p.slots {
 		idle := s.idleKeys()
-		committed := s.state(idle)
-		used := s.state(nil).Slices
+		var committed geometry.State
+		used := -1 // the GPU's states, worked out at its first idle instance of the profile
 		for key := range idle {
 			r := s.records[key]
 			if r.Profile != profile || !r.Complete() {
 				continue
+			}
+			if used < 0 {
+				committed, used = s.state(idle), s.state(nil).Slices
 			}
 			if c, ok := s.reuseCandidate(committed, r, weights[i], p.capacityOf(i), used); ok {
 				c.NoDemand = p.mix.none()
