@@ -92,10 +92,12 @@ func (d *mix) of(profile string) float64 {
 	return w
 }
 
-// wants reports whether profile is asked for: served lately or waiting now.
-// A profile wanted only by the prior is not.
+// wants reports whether profile is asked for: waiting now, or served lately
+// (its decayed count in the recent mix, which halves every mixHalfLife, is
+// still above lossEpsilon: about fifteen hours after its last request). A
+// profile wanted only by the prior is not.
 func (d *mix) wants(profile string) bool {
-	return d.recent[profile] > 0 || d.pending[profile] > 0
+	return d.recent[profile] > lossEpsilon || d.pending[profile] > 0
 }
 
 // capacity is a slot's demand-weighted capacity in state st

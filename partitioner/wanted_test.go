@@ -3,6 +3,7 @@ package partitioner
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // idleBesideBusy lays out one A100 as traced in docs/replay-findings.md:
@@ -53,5 +54,29 @@ func TestMigproDoesNotKeepRoomForAnUnwantedProfile(t *testing.T) {
 	p.ObservePending(map[string]int{"3g.20gb": 2})
 	if in, plan := mustAlloc(t, p, "3g.20gb", "b"); in.Placement.Start != 0 || len(plan.Steps) != 0 {
 		t.Fatalf("3g.20gb after it: at slot %d, plan %s; want the idle one at slot 0 reused", in.Placement.Start, plan)
+	}
+}
+
+// A profile is wanted while it waits or was served lately: its count in the
+// recent mix halves every mixHalfLife, and a day after its last request it
+// no longer makes a layout count as full.
+func TestWantedFadesWithTheRecentMix(t *testing.T) {
+	var d mix
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d.observe("1g.10gb", t0)
+	d.observe("1g.5gb", t0.Add(time.Hour))
+	if !d.wants("1g.10gb") || !d.wants("1g.5gb") {
+		t.Fatalf("an hour after a 1g.10gb: wanted 1g.10gb %v, 1g.5gb %v; want both", d.wants("1g.10gb"), d.wants("1g.5gb"))
+	}
+	d.observe("1g.5gb", t0.Add(24*time.Hour))
+	if d.wants("1g.10gb") {
+		t.Error("a day after the last 1g.10gb it is still wanted")
+	}
+	if d.wants("3g.20gb") {
+		t.Error("a profile never asked for is wanted")
+	}
+	d.setPending(map[string]int{"3g.20gb": 1})
+	if !d.wants("3g.20gb") {
+		t.Error("a waiting profile is not wanted")
 	}
 }
