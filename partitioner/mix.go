@@ -31,6 +31,7 @@ const (
 // caller holds p.mu.
 type mix struct {
 	recent  map[string]float64 // decayed counts of served requests
+	asked   map[string]bool    // every profile served since the start
 	total   float64            // sum of recent
 	last    time.Time          // when recent was last decayed
 	pending map[string]int     // requests waiting now, by profile
@@ -47,7 +48,7 @@ type mix struct {
 // comes, so decaying only here is enough.
 func (d *mix) observe(profile string, now time.Time) {
 	if d.recent == nil {
-		d.recent = map[string]float64{}
+		d.recent, d.asked = map[string]float64{}, map[string]bool{}
 	}
 	if dt := now.Sub(d.last); !d.last.IsZero() && dt > 0 {
 		f := math.Exp2(-float64(dt) / float64(mixHalfLife))
@@ -59,6 +60,7 @@ func (d *mix) observe(profile string, now time.Time) {
 	d.last = now
 	d.total++
 	d.recent[profile]++
+	d.asked[profile] = true
 	d.weights = nil
 }
 
@@ -92,12 +94,11 @@ func (d *mix) of(profile string) float64 {
 	return w
 }
 
-// wants reports whether profile is asked for: waiting now, or served lately
-// (its decayed count in the recent mix, which halves every mixHalfLife, is
-// still above lossEpsilon: about fifteen hours after its last request). A
-// profile wanted only by the prior is not.
+// wants reports whether profile is asked for: served since the partitioner
+// started, or waiting now. A profile the node was never asked for is wanted
+// only by the prior.
 func (d *mix) wants(profile string) bool {
-	return d.recent[profile] > lossEpsilon || d.pending[profile] > 0
+	return d.asked[profile] || d.pending[profile] > 0
 }
 
 // capacity is a slot's demand-weighted capacity in state st
