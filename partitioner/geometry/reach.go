@@ -171,8 +171,10 @@ func layoutWeight(g *Geometry, slices, slots int) float32 {
 // Capacity is the demand-weighted capacity left on a GPU in state s: over
 // every maximal layout reachable from s, the instances that layout would
 // still add, each shape's counted by weight[shape] (how much that shape is
-// wanted, times its slices), and each layout scaled by the fraction of the
-// GPU's compute slices it uses, so layouts that strand slices count less.
+// wanted, times its slices), and each layout scaled by the share of the
+// GPU's compute slices and memory slots it uses (layoutWeight), so layouts
+// that strand room count less. Capacity counts every shape's instances as
+// use; CapacityWanted only the wanted shapes'.
 // The sum is divided by the number of maximal layouts of the empty GPU, so
 // an empty GPU's capacity is the mean over all its layouts and capacities of
 // GPUs of different models compare. Uncounted shapes and invalid states
