@@ -48,7 +48,10 @@ type mix struct {
 // comes, so decaying only here is enough.
 func (d *mix) observe(profile string, now time.Time) {
 	if d.recent == nil {
-		d.recent, d.asked = map[string]float64{}, map[string]bool{}
+		d.recent = map[string]float64{}
+	}
+	if d.asked == nil {
+		d.asked = map[string]bool{}
 	}
 	if dt := now.Sub(d.last); !d.last.IsZero() && dt > 0 {
 		f := math.Exp2(-float64(dt) / float64(mixHalfLife))

@@ -79,3 +79,22 @@ func TestWantedIsWhatTheNodeWasAskedFor(t *testing.T) {
 		t.Error("a waiting profile is not wanted")
 	}
 }
+
+// Sequence's what-if requests are not requests: a profile never asked for
+// is still not wanted after its sequence is worked out, so the choices made
+// later are the ones the sequence listed (the DRA driver publishes them).
+func TestSequenceLeavesWantedAlone(t *testing.T) {
+	p := newPart(t, newSim(t, "a100-40gb:2"))
+	mustAlloc(t, p, "2g.10gb", "a")
+	if seq := p.Sequence("1g.5gb", 12); len(seq) == 0 {
+		t.Fatal("empty sequence")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mix.wants("1g.5gb") {
+		t.Error("1g.5gb is wanted after a what-if sequence of it")
+	}
+	if !p.mix.wants("2g.10gb") {
+		t.Error("2g.10gb, served, is not wanted")
+	}
+}
