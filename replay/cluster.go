@@ -313,6 +313,9 @@ type gpuSlot struct {
 	// strandSince is when the stranded slices were last summed into
 	// strandSum (slice-seconds; metrics.go).
 	strandSince, strandSum float64
+	// strandSeries is the stranded slices over time, a point at every
+	// change (metrics.go).
+	strandSeries []StrandPoint
 }
 
 // mayFit is a necessary condition for a profile to be placed on the GPU

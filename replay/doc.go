@@ -45,7 +45,12 @@
 // (baselines.go): NVIDIA's DRA driver, HAMi's dynamic MIG and a static
 // layout. It reads generated mixes, its own CSV and OpenB pod lists
 // (openb.go), and reports the start wait per request size, NVML steps,
-// fragmentation waits and stranded slices (metrics.go).
+// fragmentation waits and each GPU's stranded slices over time (metrics.go,
+// plotstrand.go). Issue 28's targets are measured per configuration over
+// a seed set (targets.go) and judged target by target, naming the baseline
+// that wins each row missed and the seeds' noise (targetsum.go). A result
+// on more than one node is simulator only whatever its policy, since the
+// node is the replay's choice (Result.SimulatorOnly).
 //
 // docs/replay.md is the entry page (the targets against the baselines);
 // docs/replay-workloads.md has the workload mixes, the CSV format and the

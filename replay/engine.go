@@ -220,7 +220,7 @@ func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error
 	for i := range e.memo {
 		e.memo[i] = make([]uint64, len(nodes))
 	}
-	e.res = &Result{Policy: pol.Name, Jobs: len(jobs)}
+	e.res = &Result{Policy: pol.Name, Jobs: len(jobs), Nodes: cfg.Nodes}
 	switch pol.Kind {
 	case Static:
 		if err := e.setupStatic(jobs); err != nil {

@@ -16,9 +16,10 @@ import (
 // SizeWait is the arrival-to-start time of the jobs whose first run was a
 // profile of one size (compute slices, "4g").
 type SizeWait struct {
-	Size      string
-	Jobs      int
-	Mean, P95 float64
+	Size string  `json:"size"`
+	Jobs int     `json:"jobs"`
+	Mean float64 `json:"meanSeconds"`
+	P95  float64 `json:"p95Seconds"`
 }
 
 // FragmentedWait is one fragmentation wait: a request that had to wait on
@@ -59,8 +60,31 @@ func (e *engine) recordFragmented(j *jobState, gpus []*gpuSlot) {
 // sum; call it before the instances held there change.
 func (e *engine) strandTick(g *gpuSlot) {
 	m := g.model
-	g.strandSum += float64(m.geo.Stranded(g.heldSlots, g.heldSlices, m.all)) * (e.now - g.strandSince)
+	n := m.geo.Stranded(g.heldSlots, g.heldSlices, m.all)
+	g.strandSum += float64(n) * (e.now - g.strandSince)
+	g.recordStranded(g.strandSince, n)
 	g.strandSince = e.now
+}
+
+// StrandPoint is a GPU's stranded compute slices from time T (seconds) on,
+// until the next point.
+type StrandPoint struct {
+	T      float64 `json:"t"`
+	Slices int     `json:"slices"`
+}
+
+// recordStranded notes that the GPU had n stranded slices from t on: a new
+// point when n changes, the last point's count replaced when t is its time.
+func (g *gpuSlot) recordStranded(t float64, n int) {
+	s := g.strandSeries
+	if k := len(s); k > 0 && s[k-1].T == t {
+		s = s[:k-1]
+	}
+	if k := len(s); k > 0 && s[k-1].Slices == n {
+		g.strandSeries = s
+		return
+	}
+	g.strandSeries = append(s, StrandPoint{t, n})
 }
 
 // userMetrics fills StartWaits and Stranded once the run is over.
@@ -90,6 +114,7 @@ func (e *engine) userMetrics() {
 				mean = g.strandSum / res.Makespan
 			}
 			res.Stranded = append(res.Stranded, mean)
+			res.StrandedOverTime = append(res.StrandedOverTime, g.strandSeries)
 		}
 	}
 }
@@ -150,7 +175,7 @@ func WriteUserMetrics(w io.Writer, results []*Result) error {
 	rows := [][]string{head}
 	for _, r := range results {
 		name := r.Policy
-		if simulatorOnly(name) {
+		if r.SimulatorOnly() {
 			name += " *"
 		}
 		row := []string{name}

@@ -41,8 +41,15 @@ func PlotPolicies(path, title string, results []*Result) error {
 	}
 	const rows, cols = 2, 4
 	names := make([]string, len(results))
+	only := false
 	for i, r := range results {
 		names[i] = r.Policy
+		if r.SimulatorOnly() {
+			names[i], only = r.Policy+" *", true
+		}
+	}
+	if only {
+		title += " (* simulator only)"
 	}
 	plots := make([][]*plot.Plot, rows)
 	for i := range plots {
@@ -245,8 +252,9 @@ func profileOrder(name string) float64 {
 	return g*1000 + mem
 }
 
-// PlotAll writes policies.png and, for every dynamic or static policy, a
-// timeline of GPU gpu, into dir; it returns the files written.
+// PlotAll writes policies.png and, for every policy, a timeline of GPU gpu
+// and a chart of each GPU's stranded slices over time, into dir; it returns
+// the files written.
 func PlotAll(dir, title string, results []*Result, gpu, slots int) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
@@ -260,8 +268,18 @@ func PlotAll(dir, title string, results []*Result, gpu, slots int) ([]string, er
 	for _, r := range results {
 		name := strings.NewReplacer("/", "-", "+", "-", ":", "-").Replace(r.Policy)
 		path := filepath.Join(dir, "timeline-"+name+".png")
-		t := fmt.Sprintf("%s — GPU %d layout over time (%s)", r.Policy, gpu, title)
+		label := r.Policy
+		if r.SimulatorOnly() {
+			label += " (simulator only)"
+		}
+		t := fmt.Sprintf("%s — GPU %d layout over time (%s)", label, gpu, title)
 		if err := PlotTimeline(path, t, r, gpu, slots); err != nil {
+			return nil, err
+		}
+		files = append(files, path)
+		path = filepath.Join(dir, "stranded-"+name+".png")
+		t = fmt.Sprintf("%s — each GPU's stranded compute slices over time (%s)", label, title)
+		if err := PlotStranded(path, t, r); err != nil {
 			return nil, err
 		}
 		files = append(files, path)

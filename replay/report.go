@@ -13,12 +13,13 @@ import (
 func WriteTable(w io.Writer, results []*Result) error {
 	rows := [][]string{{"policy", "makespan s", "jobs/s", "mean JCT s", "p95 JCT s", "mem util", "reconfigs",
 		"steps/job", "waits", "idle-fixable", "frag", "restarts (marked)", "lost s", "÷ lower bound", "detail"}}
-	only := false
+	only, multi := false, false
 	for _, r := range results {
 		name := r.Policy
-		if simulatorOnly(name) {
+		if r.SimulatorOnly() {
 			name, only = name+" *", true
 		}
+		multi = multi || r.Nodes > 1
 		rows = append(rows, []string{name, fmt.Sprintf("%.0f", r.Makespan), fmt.Sprintf("%.4f", r.Throughput),
 			fmt.Sprintf("%.0f", r.MeanJCT), fmt.Sprintf("%.0f", r.P95JCT), fmt.Sprintf("%.1f%%", 100*r.MemUtil),
 			fmt.Sprint(r.Reconfigs), fmt.Sprintf("%.2f", r.StepsPerJob()), fmt.Sprint(r.Waits), fmt.Sprint(r.Replaceable),
@@ -54,11 +55,22 @@ func WriteTable(w io.Writer, results []*Result) error {
 		}
 	}
 	if only {
-		if _, err := fmt.Fprintln(w, "* simulator only: the agent's --policy does not offer it (a baseline, or parts the agent lacks)"); err != nil {
+		if _, err := fmt.Fprintln(w, SimulatorOnlyNote(multi)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// SimulatorOnlyNote is the footnote of a table with policies marked *;
+// multi says the cluster had more than one node.
+func SimulatorOnlyNote(multi bool) string {
+	note := "* simulator only: the agent's --policy does not offer it (a baseline, or parts the agent lacks)"
+	if multi {
+		note += "; on more than one node every policy is, the agent's too: the agent places within its own node, " +
+			"the cluster scheduler picks the node, and the replay models that choice (docs/replay-policies.md, Cluster-level choice)"
+	}
+	return note
 }
 
 // Comparison is one migpro policy against one other policy.
@@ -70,15 +82,17 @@ type Comparison struct {
 }
 
 // Compare sets each migpro policy present (migpro, migpro+predict) against
-// every baseline present (sequential, static, first-fit, reachability).
+// every baseline present (sequential, static, first-fit, nvidia-dra, hami,
+// reachability).
 func Compare(results []*Result) []Comparison {
+	baseline := map[string]bool{"sequential": true, "first-fit": true, "nvidia-dra": true, "hami": true, "reachability": true, "migpro": true}
 	var out []Comparison
 	for _, m := range results {
 		if m.Policy != "migpro" && m.Policy != "migpro+predict" {
 			continue
 		}
 		for _, o := range results {
-			if o == m || (o.Policy != "sequential" && o.Policy != "first-fit" && o.Policy != "reachability" && !isStatic(o.Policy) && o.Policy != "migpro") {
+			if o == m || (!baseline[o.Policy] && !isStatic(o.Policy)) {
 				continue
 			}
 			if m.Policy == "migpro" && o.Policy == "migpro" {
@@ -110,12 +124,24 @@ func WriteComparison(w io.Writer, results []*Result) error {
 	fmt.Fprintln(w, "\nratios (above 1: the migpro policy is better)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "migpro policy vs other\tmakespan other/migpro\tmean JCT other/migpro")
+	// The migpro side is marked when its figure is the simulator's (the
+	// baselines are the simulator's models by name).
+	only := map[string]bool{}
+	for _, r := range results {
+		only[r.Policy] = r.SimulatorOnly()
+	}
+	mark := func(name string) string {
+		if only[name] {
+			return name + " *"
+		}
+		return name
+	}
 	for _, c := range cmp {
-		fmt.Fprintf(tw, "%s vs %s\t%.2f×\t%.2f×\n", c.Migpro, c.Other, c.Speedup, c.JCT)
+		fmt.Fprintf(tw, "%s vs %s\t%.2f×\t%.2f×\n", mark(c.Migpro), c.Other, c.Speedup, c.JCT)
 	}
 	for _, r := range results {
 		if r.Policy == "migpro" || r.Policy == "migpro+predict" {
-			fmt.Fprintf(tw, "%s vs lower bound\t%.2f× (%.0f%% above)\n", r.Policy, r.Ratio, 100*(r.Ratio-1))
+			fmt.Fprintf(tw, "%s vs lower bound\t%.2f× (%.0f%% above)\n", mark(r.Policy), r.Ratio, 100*(r.Ratio-1))
 		}
 	}
 	return tw.Flush()

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 )
@@ -12,17 +13,27 @@ func TestCompareRatios(t *testing.T) {
 		{Policy: "static:all-1g", Makespan: 150, MeanJCT: 100},
 		{Policy: "migpro", Makespan: 100, MeanJCT: 50, Ratio: 1.25},
 		{Policy: "migpro/B-fifo", Makespan: 90, MeanJCT: 80},
+		{Policy: "nvidia-dra", Makespan: 110, MeanJCT: 55},
+		{Policy: "hami", Makespan: 95, MeanJCT: 45},
+		{Policy: "migpro+predict", Makespan: 100, MeanJCT: 50, Ratio: 1.25},
 	}
 	got := Compare(results)
 	want := []Comparison{
 		{Migpro: "migpro", Other: "sequential", Speedup: 4, JCT: 6},
 		{Migpro: "migpro", Other: "static:all-1g", Speedup: 1.5, JCT: 2},
+		{Migpro: "migpro", Other: "nvidia-dra", Speedup: 1.1, JCT: 1.1},
+		{Migpro: "migpro", Other: "hami", Speedup: 0.95, JCT: 0.9},
+		{Migpro: "migpro+predict", Other: "sequential", Speedup: 4, JCT: 6},
+		{Migpro: "migpro+predict", Other: "static:all-1g", Speedup: 1.5, JCT: 2},
+		{Migpro: "migpro+predict", Other: "migpro", Speedup: 1, JCT: 1},
+		{Migpro: "migpro+predict", Other: "nvidia-dra", Speedup: 1.1, JCT: 1.1},
+		{Migpro: "migpro+predict", Other: "hami", Speedup: 0.95, JCT: 0.9},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("comparisons %+v, want %+v", got, want)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if g := got[i]; g.Migpro != want[i].Migpro || g.Other != want[i].Other || math.Abs(g.Speedup-want[i].Speedup) > 1e-9 || math.Abs(g.JCT-want[i].JCT) > 1e-9 {
 			t.Errorf("comparison %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -30,10 +41,25 @@ func TestCompareRatios(t *testing.T) {
 	if err := WriteComparison(&buf, results); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"migpro vs sequential     4.00×                  6.00×", "migpro vs lower bound    1.25× (25% above)"} {
+	for _, line := range []string{"\nmigpro vs sequential", "\nmigpro vs lower bound", "\nmigpro vs hami", "\nmigpro+predict * vs lower bound"} {
 		if !strings.Contains(buf.String(), line) {
 			t.Errorf("comparison lacks %q:\n%s", line, buf.String())
 		}
+	}
+	if !strings.Contains(buf.String(), "6.00×\n") || !strings.Contains(buf.String(), "1.25× (25% above)") {
+		t.Errorf("comparison lacks its figures:\n%s", buf.String())
+	}
+	// On more than one node the agent's policy is marked too: the node
+	// choice is the replay's.
+	for _, r := range results {
+		r.Nodes = 3
+	}
+	buf.Reset()
+	if err := WriteComparison(&buf, results); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "\nmigpro * vs sequential") {
+		t.Errorf("multi-node comparison does not mark migpro:\n%s", buf.String())
 	}
 }
 

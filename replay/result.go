@@ -12,6 +12,9 @@ type Result struct {
 	// Detail says what the policy ran with (e.g. the static layout chosen).
 	Detail string
 	Jobs   int
+	// Nodes is how many nodes the cluster had: on more than one, which node
+	// serves a request is the replay's choice, not the agent's.
+	Nodes int
 	// Makespan is when the last job completed, in seconds from zero.
 	Makespan float64
 	// Throughput is jobs per second over the makespan.
@@ -53,11 +56,22 @@ type Result struct {
 	// makespan (metrics.go).
 	StartWaits []SizeWait
 	Stranded   []float64
+	// StrandedOverTime is each GPU's stranded compute slices over time:
+	// a point at every change, the last holding to the makespan.
+	StrandedOverTime [][]StrandPoint
 	// FragmentedWaits lists the fragmentation waits (Fragmented), each with
 	// the instances in the way.
 	FragmentedWaits []FragmentedWait
 
 	memSeconds float64
+}
+
+// SimulatorOnly reports whether the result is the simulator's and not the
+// agent's: its policy is one the agent's --policy does not offer, or the
+// cluster had more than one node, where the replay picks the node (the
+// agent places within its own node; the cluster scheduler picks the node).
+func (r *Result) SimulatorOnly() bool {
+	return simulatorOnly(r.Policy) || r.Nodes > 1
 }
 
 // StepsPerJob is NVML creates and destroys per run served (restarts count

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,8 +16,16 @@ func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 // runMain runs migctl with args and returns its exit code: 0, 1 for a
 // failure, 2 for bad usage.
 func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && movedToLab[args[0]] {
+		fmt.Fprintf(stderr, "migctl: %q moved to migpro-lab: run migpro-lab replay %s (docs/replay.md)\n", args[0], strings.Join(args[1:], " "))
+		return 2
+	}
 	return ctl.Execute(newRootCmd(), args, stdout, stderr)
 }
+
+// movedToLab are migctl's old names of `migpro-lab replay`: asked for, they
+// name the command to run instead, arguments and all.
+var movedToLab = map[string]bool{"replay": true, "simulate": true}
 
 // newRootCmd is migctl with every subcommand. Each subcommand owns its
 // flags, bound to its options struct; only the commands that talk to the

@@ -185,3 +185,15 @@ func TestOutputOnlyWhereSupported(t *testing.T) {
 		}
 	}
 }
+
+// The workload replay's old names under migctl name the command that
+// replaced it, with the arguments given, in one line and exit 2.
+func TestReplayMovedToLab(t *testing.T) {
+	for _, name := range []string{"replay", "simulate"} {
+		out, errOut, code := migctl(name, "--csv", "pods.csv", "--jobs", "600")
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 ||
+			!strings.Contains(errOut, "migpro-lab replay --csv pods.csv --jobs 600") {
+			t.Errorf("migctl %s: exit %d, stdout %q, stderr %q; want one line naming migpro-lab replay, exit 2", name, code, out, errOut)
+		}
+	}
+}

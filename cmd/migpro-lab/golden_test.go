@@ -16,7 +16,9 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the curren
 var wallSeconds = regexp.MustCompile(`("wallSeconds":\s*)([0-9.e+-]+)`)
 
 // TestGoldenReplayJSON compares replay's JSON with the file recorded from
-// migctl replay before the command moved to migpro-lab, byte for byte.
+// migctl replay before the command moved to migpro-lab, byte for byte; the
+// fields after fragmentationWaits (the metrics users feel and
+// simulatorOnly) were added to it later, every earlier byte unchanged.
 func TestGoldenReplayJSON(t *testing.T) {
 	args := []string{"replay", "--mix", "mixed", "--jobs", "30", "--seed", "4", "--simulate", "a100-40gb:2,h100-80gb:1", "--policies", "migpro,first-fit", "--output", "json"}
 	var out, errb bytes.Buffer

@@ -15,7 +15,7 @@ import (
 	"github.com/migpro/migpro/replay"
 )
 
-const replayUsage = "usage: migpro-lab replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check] | --targets [--seeds tune|held|S,S,...] [--openb DIR] [--policies NAME]"
+const replayUsage = "usage: migpro-lab replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check] | --targets [--seeds tune|held|tune3|held3|S,S,...] [--openb DIR] [--policies NAME]"
 
 // replayOptions are replay's flags, bound by newReplayCmd and completed by
 // complete.
@@ -58,6 +58,15 @@ type replayJSON struct {
 	// Fragmented lists the fragmentation waits, each with the instances
 	// in the way on every GPU that had the slices and slots for it.
 	Fragmented []replay.FragmentedWait `json:"fragmentationWaits"`
+	// The metrics users feel (docs/replay-workloads.md): NVML steps per
+	// job, arrival-to-start by request size, and each GPU's stranded
+	// compute slices averaged over the makespan (global GPU index).
+	StepsPerJob float64           `json:"stepsPerJob"`
+	StartWaits  []replay.SizeWait `json:"startWaits"`
+	Stranded    []float64         `json:"strandedSlicesPerGPU"`
+	// SimulatorOnly: the figures are the simulator's, not the agent's (a
+	// policy the agent lacks, or more than one node).
+	SimulatorOnly bool `json:"simulatorOnly"`
 }
 
 func (opt *replayOptions) run(stdout io.Writer) error {
@@ -94,7 +103,8 @@ func (opt *replayOptions) run(stdout io.Writer) error {
 		for i, r := range results {
 			out[i] = replayJSON{r.Policy, r.Detail, r.Jobs, r.Makespan, r.Throughput, r.MeanJCT, r.P95JCT, r.MemUtil,
 				r.Reconfigs, r.Restarts, r.Marks, r.Moves, r.Reservations, r.Backfills, r.LostWork, r.LowerBound, r.Ratio, r.Wall.Seconds(),
-				append([]replay.FragmentedWait{}, r.FragmentedWaits...)}
+				append([]replay.FragmentedWait{}, r.FragmentedWaits...), r.StepsPerJob(), append([]replay.SizeWait{}, r.StartWaits...),
+				append([]float64{}, r.Stranded...), r.SimulatorOnly()}
 		}
 		if err := ctl.WriteJSON(stdout, out); err != nil {
 			return err
@@ -143,7 +153,7 @@ func newReplayCmd() *cobra.Command {
 			"  migpro-lab replay --mix online --simulate a100-40gb:2 --load 0.9 --policies first-fit,migpro,migpro+plan\n" +
 			"  migpro-lab replay --simulate a100-40gb:2,h100-80gb:1 --mix stream --output json\n" +
 			"  migpro-lab replay --csv jobs.csv --plot charts/\n" +
-			"  migpro-lab replay --targets --seeds held --openb /path/to/openb",
+			"  migpro-lab replay --targets --seeds tune --openb /path/to/openb",
 		Aliases: []string{"simulate"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opt.targets {
@@ -176,7 +186,7 @@ func newReplayCmd() *cobra.Command {
 	f.StringVarP(&opt.output, "output", "o", "text", "output format, text or json (env "+ctl.EnvOutput+")")
 	f.BoolVar(&opt.cfg.Check, "check", false, "verify after every event that no GPU is over-committed (slower)")
 	f.BoolVar(&opt.targets, "targets", false, "measure issue 28's targets instead: one policy (--policies, default migpro) against first-fit, nvidia-dra, hami and static on every configuration, summed over --seeds (the figures of go test -bench Targets ./replay/)")
-	f.StringVar(&opt.seeds, "seeds", "tune", "with --targets: tune (1-3), held (4-6, kept apart from tuning) or a list such as 7,8,9")
+	f.StringVar(&opt.seeds, "seeds", "tune", "with --targets: tune (the fifteen tuning seeds 1-3, 7-18), held (19-33, kept apart from tuning: run once, at the end), tune3 (1-3, quick), held3 (4-6, the earlier held-out set) or a list such as 7,8,9")
 	f.StringVar(&opt.openbDir, "openb", os.Getenv("MIGPRO_OPENB_DIR"), "with --targets: folder of the OpenB pod lists, adding their two configurations (default $MIGPRO_OPENB_DIR)")
 	return cmd
 }

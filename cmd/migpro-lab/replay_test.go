@@ -91,7 +91,7 @@ func TestReplayPlots(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, name := range []string{"policies.png", "timeline-first-fit.png", "timeline-migpro-predict.png"} {
+	for _, name := range []string{"policies.png", "timeline-first-fit.png", "timeline-migpro-predict.png", "stranded-first-fit.png", "stranded-migpro-predict.png"} {
 		path := filepath.Join(dir, name)
 		if !strings.Contains(out, path) {
 			t.Errorf("output does not name %s", path)

@@ -55,8 +55,8 @@ func (opt *replayOptions) runTargets(cmd *cobra.Command, args []string) error {
 		rows = append(rows, row)
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "targets of %s, seeds %v, against %s (above 1: %s better; bold: a baseline ahead by more than 1%%)\n\n",
-		ps[0].Name, seeds, strings.Join(replay.TargetBaselines, ", "), ps[0].Name)
+	fmt.Fprintf(out, "targets of %s, seeds %v (%s), against %s (above 1: %s better; bold: a baseline ahead by more than 1%%)\n\n",
+		ps[0].Name, seeds, replay.SeedSetName(opt.seeds), strings.Join(replay.TargetBaselines, ", "), ps[0].Name)
 	if err := replay.WriteTargets(out, ps[0].Name, rows); err != nil {
 		return err
 	}
