@@ -151,14 +151,17 @@ func (p *Partitioner) reuseOptions(profile string) []option {
 	weights := p.shapeWeights()
 	for i, s := range p.slots {
 		idle := s.idleKeys()
-		committed := s.state(idle)
-		used := s.state(nil).Slices
+		var committed geometry.State
+		used := -1 // the GPU's states, worked out at its first idle instance of the profile
 		for key := range idle {
 			r := s.records[key]
 			if r.Profile != profile || !r.Complete() {
 				continue
 			}
-			if c, ok := s.reuseCandidate(committed, r, weights[i], used); ok {
+			if used < 0 {
+				committed, used = s.state(idle), s.state(nil).Slices
+			}
+			if c, ok := s.reuseCandidate(committed, r, weights[i], p.capacityOf(i), used); ok {
 				c.NoDemand = p.mix.none()
 				out = append(out, option{c: c, slot: s, at: r.Placement, reuse: r, group: -1})
 			}
@@ -169,7 +172,7 @@ func (p *Partitioner) reuseOptions(profile string) []option {
 
 // reuseCandidate scores reusing r as a placement into the slot's committed
 // (non-idle) state.
-func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []float64, used int) (Candidate, bool) {
+func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []float64, capacity func(geometry.State) float64, used int) (Candidate, bool) {
 	o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
 	if !ok {
 		return Candidate{}, false
@@ -179,7 +182,7 @@ func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []fl
 	}
 	after := s.geo.Add(committed, o.Index)
 	return Candidate{GPU: r.GPU, Start: r.Placement.Start, Before: s.geo.Reachable(committed), After: s.geo.Reachable(after),
-		UsedSlices: used, Loss: s.geo.Capacity(committed, weight) - s.geo.Capacity(after, weight),
+		UsedSlices: used, Loss: capacity(committed) - capacity(after),
 		GPULoss: s.geo.Headroom(committed, weight) - s.geo.Headroom(after, weight)}, true
 }
 
@@ -198,7 +201,7 @@ func (p *Partitioner) createOptions(profile string, reclaim bool) []option {
 		}
 		current := s.state(nil)
 		before := s.geo.Reachable(current)
-		capBefore := s.geo.Capacity(current, weights[i])
+		capBefore := p.capacity(i, current)
 		roomBefore := s.geo.Headroom(current, weights[i])
 		for _, skip := range p.destroySets(s, reclaim) {
 			if profileCount(s, profile, skip) >= pr.MaxCount {
@@ -216,7 +219,7 @@ func (p *Partitioner) createOptions(profile string, reclaim bool) []option {
 				next := s.geo.Add(st, o.Index)
 				out = append(out, option{
 					c: Candidate{GPU: s.dev.Index(), Start: o.Placement.Start, Before: before, After: s.geo.Reachable(next),
-						UsedSlices: current.Slices, Destroys: len(skip), Loss: capBefore - s.geo.Capacity(next, weights[i]),
+						UsedSlices: current.Slices, Destroys: len(skip), Loss: capBefore - p.capacity(i, next),
 						GPULoss: roomBefore - s.geo.Headroom(next, weights[i]), NoDemand: noDemand},
 					slot: s, at: o.Placement, destroy: keys, group: group,
 				})
@@ -309,7 +312,7 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 			if !want[r.UUID] || r.Profile != profile {
 				continue
 			}
-			if c, ok := s.reuseCandidate(committed, r, weights[i], used); ok {
+			if c, ok := s.reuseCandidate(committed, r, weights[i], p.capacityOf(i), used); ok {
 				c.NoDemand = p.mix.none()
 				list = append(list, scored{r.UUID, c})
 			}

@@ -35,11 +35,11 @@ func (p *Partitioner) freeOptions(profile string) []option {
 		committed := s.state(idle)
 		used := s.state(nil).Slices
 		reach := s.geo.Reachable(committed)
-		capB, roomB := s.geo.Capacity(committed, weights[i]), s.geo.Headroom(committed, weights[i])
+		capB, roomB := p.capacity(i, committed), s.geo.Headroom(committed, weights[i])
 		noDemand := p.mix.none()
 		score := func(after geometry.State, start, destroys int) Candidate {
 			return Candidate{GPU: s.dev.Index(), Start: start, Before: reach, After: s.geo.Reachable(after), UsedSlices: used,
-				Destroys: destroys, Loss: capB - s.geo.Capacity(after, weights[i]), GPULoss: roomB - s.geo.Headroom(after, weights[i]),
+				Destroys: destroys, Loss: capB - p.capacity(i, after), GPULoss: roomB - s.geo.Headroom(after, weights[i]),
 				NoDemand: noDemand}
 		}
 		for key := range idle {

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"math"
 	"time"
+
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // The workload mix. The migpro policy values a GPU's free room by what the
@@ -29,12 +31,16 @@ const (
 // caller holds p.mu.
 type mix struct {
 	recent  map[string]float64 // decayed counts of served requests
+	asked   map[string]bool    // every profile served since the start
 	total   float64            // sum of recent
 	last    time.Time          // when recent was last decayed
 	pending map[string]int     // requests waiting now, by profile
 	npend   int
 	// weights caches each slot's per-shape weight vector; nil when stale.
 	weights [][]float64
+	// wanted caches each slot's capacity for its wanted shapes (see
+	// wants); valid with weights.
+	wanted []*geometry.Wanted
 }
 
 // observe records a request for profile served at now. The older ones
@@ -43,6 +49,9 @@ type mix struct {
 func (d *mix) observe(profile string, now time.Time) {
 	if d.recent == nil {
 		d.recent = map[string]float64{}
+	}
+	if d.asked == nil {
+		d.asked = map[string]bool{}
 	}
 	if dt := now.Sub(d.last); !d.last.IsZero() && dt > 0 {
 		f := math.Exp2(-float64(dt) / float64(mixHalfLife))
@@ -54,6 +63,7 @@ func (d *mix) observe(profile string, now time.Time) {
 	d.last = now
 	d.total++
 	d.recent[profile]++
+	d.asked[profile] = true
 	d.weights = nil
 }
 
@@ -87,6 +97,25 @@ func (d *mix) of(profile string) float64 {
 	return w
 }
 
+// wants reports whether profile is asked for: served since the partitioner
+// started, or waiting now. A profile the node was never asked for is wanted
+// only by the prior.
+func (d *mix) wants(profile string) bool {
+	return d.asked[profile] || d.pending[profile] > 0
+}
+
+// capacity is a slot's demand-weighted capacity in state st
+// (geometry.CapacityWanted with the slot's wanted shapes). The caller holds
+// p.mu and has called shapeWeights.
+func (p *Partitioner) capacity(i int, st geometry.State) float64 {
+	return p.mix.wanted[i].Capacity(st, p.mix.weights[i])
+}
+
+// capacityOf is capacity on slot i as a function of the state.
+func (p *Partitioner) capacityOf(i int) func(geometry.State) float64 {
+	return func(st geometry.State) float64 { return p.capacity(i, st) }
+}
+
 // shapeWeights returns, per slot, each shape's weight: the mix weight of its
 // profiles, each divided by how many GPUs of the node offer it, times the
 // shape's compute slices. The caller holds p.mu.
@@ -102,15 +131,21 @@ func (p *Partitioner) shapeWeights() [][]float64 {
 		}
 	}
 	d.weights = make([][]float64, len(p.slots))
+	d.wanted = make([]*geometry.Wanted, len(p.slots))
 	for i, s := range p.slots {
 		w := make([]float64, len(s.geo.Shapes))
+		var wanted geometry.ShapeSet
 		for _, sh := range s.geo.Shapes {
 			for _, name := range sh.Profiles {
 				w[sh.Index] += d.of(name) / float64(offeredBy[name])
+				if d.wants(name) {
+					wanted |= 1 << sh.Index
+				}
 			}
 			w[sh.Index] *= float64(sh.Slices)
 		}
 		d.weights[i] = w
+		d.wanted[i] = s.geo.Wanting(wanted)
 	}
 	return d.weights
 }

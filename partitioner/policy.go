@@ -73,7 +73,9 @@ const lossEpsilon = 1e-9
 //     the maximal layouts still reachable, each counted by the instances it
 //     would add and by the share of slices and memory slots it uses, so a
 //     placement that strands room (a 1g in the top slot, which only larger
-//     profiles can pair with) counts against it.
+//     profiles can pair with) counts against it. Only instances of profiles
+//     the node was asked for use room: a layout filled by a profile no one
+//     asks for (an A100's 1g.10gb at slot 6) is not full.
 //
 // Ties go to the GPU already using more slices, the lower GPU, then the
 // lower slot.

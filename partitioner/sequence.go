@@ -49,7 +49,7 @@ type reusedRecord struct {
 // real one alone. The caller holds p.mu.
 func (p *Partitioner) hypothesise() *hypothesis {
 	h := &hypothesis{p: p, mix: p.mix, removed: map[*slot]map[int]*Instance{}, created: map[*slot][]int{}, nextTemp: map[*slot]int{}}
-	p.mix.recent = maps.Clone(p.mix.recent)
+	p.mix.recent, p.mix.asked = maps.Clone(p.mix.recent), maps.Clone(p.mix.asked)
 	p.mix.weights = nil
 	return h
 }

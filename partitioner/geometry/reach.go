@@ -37,43 +37,63 @@ type blocked struct {
 	slices int
 }
 
-// reachCache memoises one table per blocked region; the unblocked table is
-// built eagerly in New and the rest on first use.
+// tableKey names one table: the room blocked, and the shapes whose
+// instances count as using room when a layout is weighed (see layoutWeight).
+type tableKey struct {
+	blocked
+	wanted ShapeSet
+}
+
+// reachCache memoises one table per blocked region and wanted set; the
+// unblocked table with every shape wanted is built eagerly in New and the
+// rest on first use.
 type reachCache struct {
 	countedMask uint64
-	// unblocked is the table with nothing blocked, the common case; it never
-	// changes after New, so it is read without the lock.
+	all         ShapeSet // every shape
+	// unblocked is the table with nothing blocked and every shape wanted,
+	// the common case; it never changes after New, so it is read without
+	// the lock.
 	unblocked *reachTable
 	mu        sync.Mutex
-	tables    map[blocked]*reachTable // the other blocked regions
+	tables    map[tableKey]*reachTable // the others
 }
 
 func newReachCache(g *Geometry) *reachCache {
-	c := &reachCache{tables: map[blocked]*reachTable{}}
+	c := &reachCache{tables: map[tableKey]*reachTable{}}
 	for _, o := range g.Options {
 		if g.Shapes[o.Shape].Counted {
 			c.countedMask |= 1 << o.Index
 		}
 	}
-	c.unblocked = buildReachTable(g, c.countedMask, blocked{})
+	for _, sh := range g.Shapes {
+		c.all |= 1 << sh.Index
+	}
+	c.unblocked = buildReachTable(g, c.countedMask, tableKey{wanted: c.all})
 	return c
 }
 
+// table is the table of blocked region b, every shape wanted.
 func (c *reachCache) table(g *Geometry, b blocked) *reachTable {
-	if b == (blocked{}) {
+	return c.tableFor(g, tableKey{b, c.all})
+}
+
+func (c *reachCache) tableFor(g *Geometry, k tableKey) *reachTable {
+	k.wanted &= c.all
+	if k == (tableKey{wanted: c.all}) {
 		return c.unblocked
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.tables[b]
+	t, ok := c.tables[k]
 	if !ok {
-		t = buildReachTable(g, c.countedMask, b)
-		c.tables[b] = t
+		t = buildReachTable(g, c.countedMask, k)
+		c.tables[k] = t
 	}
 	return t
 }
 
-func buildReachTable(g *Geometry, counted uint64, b blocked) *reachTable {
+func buildReachTable(g *Geometry, counted uint64, k tableKey) *reachTable {
+	b := k.blocked
 	t := &reachTable{count: map[uint64]uint32{}, weight: map[uint64]*layoutSums{}}
 	start := State{Slots: b.slots, Slices: b.slices}
 	// Enumerate each valid state once: options are only ever added in
@@ -100,13 +120,16 @@ func buildReachTable(g *Geometry, counted uint64, b blocked) *reachTable {
 	// subset of a valid state is valid, so this fills the whole table.
 	for _, m := range t.maximal {
 		var n [maxShapes]float32
-		slices := b.slices
+		slices, slots := b.slices, b.slots
 		for o := m; o != 0; o &= o - 1 {
-			sh := g.Options[bits.TrailingZeros64(o)].Shape
-			n[sh]++
-			slices += g.Shapes[sh].Slices
+			opt := &g.Options[bits.TrailingZeros64(o)]
+			n[opt.Shape]++
+			if k.wanted&(1<<opt.Shape) != 0 {
+				slices += g.Shapes[opt.Shape].Slices
+				slots |= opt.slotMask
+			}
 		}
-		frac := layoutWeight(g, slices, bits.OnesCount16(slotsOf(g, m)|b.slots))
+		frac := layoutWeight(g, slices, bits.OnesCount16(slots))
 		for sub := m; ; sub = (sub - 1) & m {
 			t.count[sub]++
 			w := t.weight[sub]
@@ -136,33 +159,59 @@ const layoutPower = 4.0
 // layoutWeight is how much a maximal layout counts: the share of compute
 // slices and of memory slots it uses, raised to layoutPower, so layouts
 // that strand room (a 1g at the top slot leaves a slot only larger
-// profiles could use) count for little.
+// profiles could use) count for little. Only instances of wanted shapes
+// (and the blocked room) use room: a layout that fills the GPU only with
+// an instance no one asks for (an A100's 1g.10gb at slot 6, the one
+// small instance that reaches memory slot 7) does not count as full.
 func layoutWeight(g *Geometry, slices, slots int) float32 {
 	f := float64(slices) / float64(g.Slices) * float64(slots) / float64(g.Slots)
 	return float32(math.Pow(f, layoutPower))
 }
 
-// slotsOf is the memory slots the options of mask cover.
-func slotsOf(g *Geometry, mask uint64) uint16 {
-	var s uint16
-	for m := mask; m != 0; m &= m - 1 {
-		s |= g.Options[bits.TrailingZeros64(m)].slotMask
-	}
-	return s
-}
-
 // Capacity is the demand-weighted capacity left on a GPU in state s: over
 // every maximal layout reachable from s, the instances that layout would
 // still add, each shape's counted by weight[shape] (how much that shape is
-// wanted, times its slices), and each layout scaled by the fraction of the
-// GPU's compute slices it uses, so layouts that strand slices count less.
+// wanted, times its slices), and each layout scaled by the share of the
+// GPU's compute slices and memory slots it uses (layoutWeight), so layouts
+// that strand room count less. Capacity counts every shape's instances as
+// use; CapacityWanted only the wanted shapes'.
 // The sum is divided by the number of maximal layouts of the empty GPU, so
 // an empty GPU's capacity is the mean over all its layouts and capacities of
 // GPUs of different models compare. Uncounted shapes and invalid states
 // have none.
 func (g *Geometry) Capacity(s State, weight []float64) float64 {
-	c := g.reach
-	w := c.table(g, g.blockedBy(s)).weight[s.Mask&c.countedMask]
+	return g.CapacityWanted(s, weight, g.reach.all)
+}
+
+// CapacityWanted is Capacity with a layout's share of the GPU counted from
+// the instances of the wanted shapes only (see layoutWeight): room held by
+// a shape no one asks for is stranded room, not use.
+func (g *Geometry) CapacityWanted(s State, weight []float64, wanted ShapeSet) float64 {
+	return g.Wanting(wanted).Capacity(s, weight)
+}
+
+// Wanted weighs capacity for one set of wanted shapes (Geometry.Wanting).
+type Wanted struct {
+	g         *Geometry
+	set       ShapeSet
+	unblocked *reachTable // the table with nothing blocked, looked up once
+}
+
+// Wanting is the capacity of this geometry for the wanted shapes, with its
+// common table looked up once: a decision asks for many states' capacity.
+func (g *Geometry) Wanting(wanted ShapeSet) *Wanted {
+	return &Wanted{g: g, set: wanted, unblocked: g.reach.tableFor(g, tableKey{wanted: wanted})}
+}
+
+// Capacity is Geometry.Capacity with the layouts weighed for the wanted
+// shapes.
+func (wn *Wanted) Capacity(s State, weight []float64) float64 {
+	g, c := wn.g, wn.g.reach
+	t := wn.unblocked
+	if b := g.blockedBy(s); b != (blocked{}) {
+		t = c.tableFor(g, tableKey{b, wn.set})
+	}
+	w := t.weight[s.Mask&c.countedMask]
 	if w == nil {
 		return 0
 	}

@@ -63,3 +63,42 @@ func TestFreeRoomCountsInstancesBesideTheHeldOnes(t *testing.T) {
 		t.Errorf("beside a 4g: room for %d 7g.40gb, want 0", got)
 	}
 }
+
+// A layout uses room only through instances of wanted shapes. With 1g.5gb
+// at slots 4 and 5 on an A100, 3g.20gb and 1g.5gb asked for (the weights
+// migpro gives three 3g.20gb and one 1g.5gb waiting, the rest at the
+// prior), a third 1g.5gb at slot 0 keeps slot 6 free for a 1g.10gb (the one small instance that
+// reaches memory slot 7), and while 1g.10gb is wanted those layouts are
+// full, so slot 0 keeps more capacity than slot 6. With 1g.10gb not wanted
+// they are not, and slot 6, which keeps the lower half whole, keeps more.
+func TestCapacityCountsOnlyWantedShapesAsUse(t *testing.T) {
+	g := mustGeometry(t, a100_40gb(), nil)
+	at := func(starts ...int) State {
+		s := g.Empty()
+		for _, st := range starts {
+			o, ok := g.OptionAt("1g.5gb", st)
+			if !ok {
+				t.Fatalf("no 1g.5gb at %d", st)
+			}
+			s = g.Add(s, o.Index)
+		}
+		return s
+	}
+	want := map[string]float64{"1g.5gb": 0.8, "1g.10gb": 0.15, "2g.10gb": 0.3, "3g.20gb": 4.95, "4g.20gb": 0.6, "7g.40gb": 1.05}
+	weight := make([]float64, len(g.Shapes))
+	for _, sh := range g.Shapes {
+		weight[sh.Index] = want[sh.Name()]
+	}
+	low, high := at(0, 4, 5), at(4, 5, 6)
+	all := g.ShapesOf(g.ProfileNames()...)
+	if a, b := g.CapacityWanted(low, weight, all), g.CapacityWanted(high, weight, all); a <= b {
+		t.Errorf("every shape wanted: capacity with a 1g at slot 0 %.4f, at slot 6 %.4f; want slot 0 ahead", a, b)
+	}
+	if g.Capacity(low, weight) != g.CapacityWanted(low, weight, all) {
+		t.Error("Capacity is not CapacityWanted with every shape wanted")
+	}
+	plain := g.ShapesOf(plainSet...)
+	if a, b := g.CapacityWanted(low, weight, plain), g.CapacityWanted(high, weight, plain); a >= b {
+		t.Errorf("1g.10gb not wanted: capacity with a 1g at slot 0 %.4f, at slot 6 %.4f; want slot 6 ahead", a, b)
+	}
+}
