@@ -170,8 +170,9 @@ const (
 	// largest held steps; further from capacity it is asked about NearTime,
 	// as a younger run is. A decelerating staircase (a cache that fills,
 	// pools added as streams join) rises for minutes too, but stops many
-	// steps short of the instance; at 4 a batched ingest was marked too
-	// late or missed more often (docs/predictor-round4.md).
+	// steps short of the instance; at 4 a batched ingest was marked under
+	// 5 s ahead, and a cache of compiled graphs missed, more often
+	// (docs/predictor-round4.md).
 	stairsLongSteps = 6
 )
 
@@ -450,7 +451,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		return verdict{}, false
 	}
 	return verdict{
-		target: now + max(tto, now-p.first), riskAt: now + min(tto, near), tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
+		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
 	}, true
 }
 
