@@ -47,7 +47,9 @@ import "math"
 //     after the warm-up (stairs_trend.go: its rises span
 //     stairsHorizonSpan, rise in both halves of its time, and its latest
 //     step does not follow a silence). A young run whose OOM is projected
-//     within the eviction time is read as without a horizon (nearOOM). A
+//     within the eviction time, or sooner than stairsHorizonReach times
+//     the time the container has been watched, is read as without a
+//     horizon (steepForHorizon). A
 //     reservation (one step over stairsBreakSize times the run's others)
 //     ended what came before it (afterReserve), and a step after a wait
 //     of stairsStepSilence times the pause between the earlier steps is
@@ -399,7 +401,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	capacity := float64(p.cfg.Capacity)
 	if h > now {
 		r, rel, ok := s.rate(now, p.cfg.BulkBytes, stairsHorizonGaps, true)
-		if ok && r > 0 && (!nearOOM(&p.cfg, (capacity-s.cur)/r) || now-s.start >= p.cfg.EvictionTime) {
+		if ok && r > 0 && (!steepForHorizon(&p.cfg, (capacity-s.cur)/r, now-p.first) || now-s.start >= p.cfg.EvictionTime) {
 			slow := r * max(1-stairsZ*rel, stairsHalf)
 			if slow <= 0 || p.peak+slow*(h-now) <= capacity {
 				return verdict{}, false
@@ -409,7 +411,8 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		if !ok || r <= 0 {
 			return verdict{}, false
 		}
-		// A young run projected to run out within the eviction time: the
+		// A young run projected to run out within the eviction time, or
+		// sooner than stairsHorizonReach times what has been watched: the
 		// horizon adds nothing, and the run is read as it is without one
 		// (a warm-up staircase is as steep as growth until it stops).
 	}

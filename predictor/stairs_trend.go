@@ -11,8 +11,9 @@ package predictor
 //   - its latest step did not come after a silence of stairsSilence times
 //     any gap the run had before it (stepAfterStop): the rises before had
 //     stopped, and a single step after them is not a trend;
-//   - a young run projected to run out within the eviction time is read as
-//     without a horizon (nearOOM);
+//   - a young run projected to run out within the eviction time, or
+//     sooner than stairsHorizonReach times what has been watched, is read
+//     as without a horizon (steepForHorizon);
 //   - a reservation, one step over stairsBreakSize times the run's other
 //     steps, ended what came before it: only the rises after it are judged
 //     (afterReserve);
@@ -47,6 +48,22 @@ const (
 	// but let a tuned bursty KV cache pass a quarter of its way
 	// (docs/predictor-round3.md).
 	stairsStepSilence = 6
+	// stairsHorizonReach: with a horizon, a young run (one that has risen
+	// for less than an eviction time) whose OOM, at its own rate, is
+	// projected sooner than this many times the time the container has
+	// been watched is read as without a horizon. By its own reckoning it
+	// is already past a third of its way to the OOM, so the horizon's
+	// early mark (by a quarter of the way) cannot be what it needs: that
+	// mark is for growth whose OOM lies well beyond what has been watched.
+	// A climb that steep, late in a quiet run, is one stage of it (data
+	// piled up to a spilling limit, shards or models loaded one after
+	// another, a warm-up's staircase) and stops; growth that steep is
+	// fast, and the question asked without a horizon, whether it runs out
+	// within the time an eviction needs, catches it. At 3 (a quarter of
+	// the way, exactly) the tuned bursty KV cache passed its quarter in
+	// 10 runs in 100 at 1 Hz; at 1.5 it spared half as many quiet runs
+	// (docs/predictor-round5.md).
+	stairsHorizonReach = 2
 )
 
 // risesEachHalf reports whether the run rose in both halves of the time
@@ -85,6 +102,14 @@ func (s *stairs) stepAfterStop(newest rise) bool {
 		return newest.t-q.t > stairsSilence*longest
 	}
 	return false
+}
+
+// steepForHorizon reports whether a young run, whose OOM at its central
+// rate is projected tto ahead after elapsed seconds watched, is asked the
+// question without a horizon: its OOM is within the eviction time
+// (nearOOM), or sooner than stairsHorizonReach times elapsed.
+func steepForHorizon(cfg *Config, tto, elapsed float64) bool {
+	return nearOOM(cfg, tto) || tto < stairsHorizonReach*elapsed
 }
 
 // nearOOM reports whether an OOM projected tto ahead, at the central rate,

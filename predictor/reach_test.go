@@ -1,0 +1,38 @@
+package predictor
+
+import "testing"
+
+// pairs is a model server on a 10 GB instance: a 0.4 GB context, 2 GB of
+// weights loaded by 4 s, then from 30 s adapters or shards loaded two at a
+// time, 0.25 GB each, 1 s apart, a pair every 6 s, until it holds top.
+func pairs(top float64) func(t float64) float64 {
+	return func(t float64) float64 {
+		u := 0.4e9 + ramp(t, 0, 4, 0, 2e9)
+		for at, n := 30.0, 0; at <= t; n++ {
+			u += 0.25e9
+			at += []float64{1, 5}[n%2]
+		}
+		return min(u, top)
+	}
+}
+
+// TestHorizonSteepClimbNotMarked: a server that declares its end (3600 s)
+// and loads 2 GB in pairs of steps over 20 s after a pause, then holds, is
+// never marked, at 10 Hz or 1 Hz. Its OOM at its rate is projected just
+// beyond the eviction time (60 s) ahead, so before stairsHorizonReach it
+// was projected to the horizon and marked at 49 s at both rates; that is
+// sooner than twice the 49 s watched, so it is now asked the question
+// without a horizon, which it never meets.
+// The same pairs going on to the OOM (at 120 s) are still marked at least
+// 5 s ahead.
+func TestHorizonSteepClimbNotMarked(t *testing.T) {
+	for _, hz := range []float64{10, 1} {
+		if mark, _, d := series(t, Config{Horizon: 3600}, hz, 3600, pairs(4.4e9)); mark >= 0 {
+			t.Errorf("%g Hz: a climb that stops at 4.4 GB marked at %.1f s (%s)", hz, mark, d.Reason)
+		}
+		mark, oom, _ := series(t, Config{Horizon: 3600}, hz, 3600, pairs(20e9))
+		if oom < 0 || mark < 0 || oom-mark < 5 {
+			t.Errorf("%g Hz: the climb to the OOM at %.1f s marked at %.1f s, want ≥ 5 s ahead", hz, oom, mark)
+		}
+	}
+}
