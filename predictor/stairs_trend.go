@@ -60,9 +60,9 @@ const (
 	// another, a warm-up's staircase) and stops; growth that steep is
 	// fast, and the question asked without a horizon, whether it runs out
 	// within the time an eviction needs, catches it. At 3 (a quarter of
-	// the way, exactly) the tuned bursty KV cache passed its quarter in
-	// 10 runs in 100 at 1 Hz; at 1.5 it spared half as many quiet runs
-	// (docs/predictor-round5.md).
+	// the way, exactly) five times as many growing runs went past their
+	// quarter (the tuned bursty KV cache at 1 Hz among them); at 1.5 half
+	// as many quiet runs were spared (docs/predictor-round5.md).
 	stairsHorizonReach = 2
 )
 
