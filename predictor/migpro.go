@@ -74,6 +74,13 @@ const (
 	// freed every step) the raw series' residuals are the whole tooth, and at
 	// z 2.576 growth under a sawtooth was seen only at the OOM.
 	rawZ = 1.0
+	// windowHorizonReach: with a horizon, a window that spans less than an
+	// eviction time and projects its OOM sooner than this many times the
+	// time watched (past a quarter of its way) is read as without a horizon
+	// (steepWindow). Without the span's exemption a replay buffer whose
+	// window projected its OOM right, late in its way, was then missed
+	// (docs/predictor-round5.md).
+	windowHorizonReach = 3
 	// refreshEvery bounds rounding drift from add/remove on long runs. A
 	// rebuild costs about 2·Window operations, so per sample the cost stays
 	// O(1) amortised.
@@ -238,8 +245,9 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 	}
 	upper := func(t float64) float64 { return sc.fit.at(t) + p.cfg.Z*sc.fit.sigma() }
 	// With a horizon, a window projected to run out within the eviction
-	// time is read as it is without one: the horizon adds nothing there.
-	if h := p.cfg.Horizon; h > now && !nearOOM(&p.cfg, (capacity-sc.fit.at(now))/sc.fit.slope()) {
+	// time, or past a quarter of its way (steepWindow), is read as it is
+	// without one: the horizon adds nothing there.
+	if h := p.cfg.Horizon; h > now && !m.steepWindow(p, sc, now, capacity) {
 		return verdict{target: h, riskAt: h, reason: ReasonHorizon}, upper(h) > capacity
 	}
 	elapsed := now - p.first
@@ -253,6 +261,23 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 	return verdict{
 		target: now + max(tto, elapsed), riskAt: now + lead, tto: tto, reason: ReasonTimeToOOM,
 	}, true
+}
+
+// steepWindow reports whether a window, with a horizon, is asked the
+// question without one: its OOM, on its fitted line, is projected within
+// the eviction time (nearOOM) or, while the window spans less than an
+// eviction time, sooner than windowHorizonReach times the time watched.
+// Such a window is past a quarter of its way by its own line, so the
+// horizon's early mark (by a quarter of the way) is not what it needs; a
+// climb that steep which has not lasted an eviction time is a stage of the
+// run (a checkpoint gathered, data piled up to a spilling limit, shards
+// loaded), and growth that steep is asked the question without a horizon.
+func (m *migpro) steepWindow(p *Predictor, sc *scale, now, capacity float64) bool {
+	tto := (capacity - sc.fit.at(now)) / sc.fit.slope()
+	if nearOOM(&p.cfg, tto) {
+		return true
+	}
+	return now-m.back(sc.held-1).t < p.cfg.EvictionTime && tto < windowHorizonReach*(now-p.first)
 }
 
 // riseLead is the lead factor for a window, from the driver allocation
