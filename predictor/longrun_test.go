@@ -42,3 +42,65 @@ func TestLongRunSlowStepsMarked(t *testing.T) {
 		}
 	}
 }
+
+// steadySteps is a cache that fills on a 10 GB instance: the weights
+// (1 GB) by 6 s, then, from 20 s, a step of 0.25 GB every 5 s until top
+// bytes, then flat.
+func steadySteps(top float64) func(t float64) float64 {
+	return func(t float64) float64 {
+		u := ramp(t, 1, 6, 0.4e9, 1e9)
+		if t >= 20 {
+			u += 0.25e9 * (1 + math.Floor((t-20)/5))
+		}
+		return math.Min(u, top)
+	}
+}
+
+// A staircase that has risen for minutes and stops 2.5 GB under a 10 GB
+// instance, ten of its steps short, is not marked: at its rate it would
+// have run out within the eviction time, but its OOM was more than
+// stairsLongSteps of its own steps away, so it was asked about NearTime,
+// as a younger run is. Without stairsLongSteps it is marked at 10 Hz and
+// at 1 Hz. The same steps going on to the OOM are marked at least 5 s
+// ahead at 10 Hz.
+func TestLongRunManyStepsShortNotMarked(t *testing.T) {
+	for _, hz := range []float64{10, 1} {
+		if mark, _, d := series(t, Config{}, hz, 600, steadySteps(7.5e9)); mark >= 0 {
+			t.Errorf("steps stopping at 75 %%, %v Hz: marked at %v s (%s)", hz, mark, d.Reason)
+		}
+		mark, oom, d := series(t, Config{}, hz, 600, steadySteps(11e9))
+		if oom < 0 || mark < 0 || mark >= oom || (hz == 10 && oom-mark < 5) {
+			t.Errorf("steps on to the OOM, %v Hz: mark at %v s (%s), OOM at %v s: want a mark, 5 s ahead at 10 Hz", hz, mark, d.Reason, oom)
+		}
+	}
+}
+
+// sparseSteps is a leak of 0.5 GB every 90 s from 20 s, after 3.05 GB of
+// weights, on a 10 GB instance, until top bytes. Its step at 1100 s leaves
+// 0.45 GB, under its steps' mean: the next one, at 1190 s, runs out.
+func sparseSteps(top float64) func(t float64) float64 {
+	return func(t float64) float64 {
+		u := ramp(t, 1, 6, 0.4e9, 3.05e9)
+		if t >= 20 {
+			u += 0.5e9 * (1 + math.Floor((t-20)/90))
+		}
+		return math.Min(u, top)
+	}
+}
+
+// A long run whose headroom is under its mean step runs out at its next
+// step, whenever it comes: it is marked then, though with its steps 90 s
+// apart its OOM is projected beyond the eviction time (81 s at its rate).
+// Without that rule it is marked only on its OOM reading. The same steps
+// stopping one step earlier, 0.95 GB short, are not marked.
+func TestLongRunNextStepMarked(t *testing.T) {
+	for _, hz := range []float64{10, 1} {
+		mark, oom, d := series(t, Config{}, hz, 1500, sparseSteps(11e9))
+		if oom < 0 || mark < 0 || mark >= oom || (hz == 10 && oom-mark < 5) {
+			t.Errorf("sparse steps, %v Hz: mark at %v s (%s), OOM at %v s: want a mark, 5 s ahead at 10 Hz", hz, mark, d.Reason, oom)
+		}
+		if mark, _, d := series(t, Config{}, hz, 1500, sparseSteps(9.05e9)); mark >= 0 {
+			t.Errorf("sparse steps stopping 0.95 GB short, %v Hz: marked at %v s (%s)", hz, mark, d.Reason)
+		}
+	}
+}

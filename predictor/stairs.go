@@ -56,7 +56,11 @@ import "math"
 //     a single step, not a trend (latestStep).
 //   - Without a horizon, an episode that has risen for stairsLongRun
 //     eviction times in stairsRing rises or more marks when its OOM is
-//     projected within the eviction time, not only within NearTime.
+//     projected within the eviction time, not only within NearTime, while
+//     its headroom is within stairsLongSteps of its largest held steps.
+//   - Without a horizon, a run that has risen for stairsLongRun eviction
+//     times in stairsRing rises or more, and whose headroom is under its
+//     mean held step, marks: its next such step does not fit.
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
 //     rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Without a horizon,
@@ -161,6 +165,15 @@ const (
 	// not rise for minutes. 1 eviction time marked a warm-up staircase of
 	// the first held-out set in 26/100 runs (docs/predictor-round3.md).
 	stairsLongRun = 2
+	// stairsLongSteps: a long run (stairsLongRun) is asked about the
+	// eviction time only while its headroom is under this many of its
+	// largest held steps; further from capacity it is asked about NearTime,
+	// as a younger run is. A decelerating staircase (a cache that fills,
+	// pools added as streams join) rises for minutes too, but stops many
+	// steps short of the instance; at 4 a batched ingest was marked under
+	// 5 s ahead, and a cache of compiled graphs missed, more often
+	// (docs/predictor-round4.md).
+	stairsLongSteps = 6
 )
 
 // observe updates the runs with the peak at t; capacity sets the quantum.
@@ -410,21 +423,44 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		return verdict{}, false
 	}
 	tto := (capacity - s.cur) / (r * (1 + min(stairsZ*rel, stairsMaxWiden)))
-	near := p.cfg.NearTime
-	if p.cfg.EvictionTime > 0 {
-		near = min(near, p.cfg.EvictionTime)
-		if s.epRises >= stairsRing && now-s.epStart >= stairsLongRun*p.cfg.EvictionTime {
-			// A run that has risen for stairsLongRun eviction times, in
-			// stairsRing rises or more, is no load and no warm-up: it is
-			// asked the question as it stands, whether it runs out within
-			// the time an eviction needs.
-			near = p.cfg.EvictionTime
+	near, next := p.cfg.NearTime, false
+	if e := p.cfg.EvictionTime; e > 0 {
+		near = min(near, e)
+		headroom, big := capacity-s.cur, s.maxStep()
+		// A run that has risen for stairsLongRun eviction times, in
+		// stairsRing rises or more, is no load and no warm-up. When its
+		// headroom is under its mean held step, its next step of that size
+		// does not fit: it runs out at that step, whenever it comes. (Its
+		// largest step instead marked notebook cells of random sizes on
+		// fresh seeds; docs/predictor-round4.md.)
+		next = s.n >= stairsRing && now-s.start >= stairsLongRun*e && headroom < s.stepSum/float64(s.n-1)
+		if s.epRises >= stairsRing && now-s.epStart >= stairsLongRun*e {
+			// Its latest episode alone has risen that long: it is asked the
+			// question as it stands, whether it runs out within the time an
+			// eviction needs, unless its OOM is still more than
+			// stairsLongSteps of its largest steps away: projecting that
+			// far is extrapolating a staircase that may stop, so it is
+			// asked only NearTime, as a younger run is.
+			near = e
+			if tto > p.cfg.NearTime && headroom > stairsLongSteps*big {
+				near = min(p.cfg.NearTime, e)
+			}
 		}
 	}
-	if tto > near {
+	if tto > near && !next {
 		return verdict{}, false
 	}
 	return verdict{
 		target: now + max(tto, now-p.first), riskAt: now + near, tto: tto, reason: ReasonTimeToOOM, rate: r, rateSD: r * rel,
 	}, true
+}
+
+// maxStep is the largest step among the held rises but the oldest (whose
+// step, as in stepSum, may be the jump that started the run). O(stairsRing).
+func (s *stairs) maxStep() float64 {
+	big := 0.0
+	for j := 0; j < s.n-1; j++ {
+		big = max(big, s.ring[(s.head+stairsRing-1-j)%stairsRing].step)
+	}
+	return big
 }

@@ -8,7 +8,9 @@
 // NVML's. Every family is a
 // deterministic function of a seed, so the checked-in files can be
 // regenerated bit for bit and tests can sweep many seeds of the same shape.
-// Issue 29's NVML-only shapes come in three sets: TunedShapes (the
-// predictor is tuned on them), HeldOutShapes (wider parameters), and
-// SealedShapes (generators of their own, kept out of tuning).
+// Issue 29's NVML-only shapes: TunedShapes (the predictor is tuned on
+// them), HeldOutShapes (wider parameters), and the sealed sets
+// SealedShapes and Sealed2Shapes to Sealed5Shapes (generators of their
+// own, each written apart from the predictor, scored once as held-out data
+// and tuned on only after that).
 package tracegen
