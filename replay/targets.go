@@ -71,11 +71,16 @@ var (
 	// TuneSeeds are the fifteen seeds the decision was tuned on: 1-3 and
 	// 7-18 ("tune").
 	TuneSeeds = []uint64{1, 2, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
-	// HeldSeeds are fifteen seeds kept apart from tuning ("held"): no
-	// change is measured on them; the report is run on them once, at the
-	// end. A list naming any of them is refused, so they cannot be looked
-	// at piecemeal.
-	HeldSeeds = []uint64{19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33}
+	// ValidSeeds are fifteen seeds that were held out until they judged
+	// the first two decision changes of issue 28's fourth round, and were
+	// then used to choose between those changes ("valid"): they are
+	// validation data now, not held out.
+	ValidSeeds = []uint64{19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33}
+	// HeldSeeds are fifteen seeds kept apart from tuning and validation
+	// ("held"): no change is measured on them; the report is run on them
+	// once, at the end. A list naming any of them is refused, so they
+	// cannot be looked at piecemeal.
+	HeldSeeds = []uint64{34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48}
 	// Tune3Seeds are the first three tuning seeds ("tune3"): the quick set
 	// `make replay-report` (part of `make test`) runs, and the tuning set
 	// of the earlier 3-seed figures.
@@ -86,12 +91,13 @@ var (
 	Held3Seeds = []uint64{4, 5, 6}
 )
 
-// TargetSeeds reads a seed set: "tune" or "" (TuneSeeds), "held"
-// (HeldSeeds), "tune3" (Tune3Seeds), "held3" (Held3Seeds) or a
+// TargetSeeds reads a seed set: "tune" or "" (TuneSeeds), "valid"
+// (ValidSeeds), "held" (HeldSeeds), "tune3" (Tune3Seeds), "held3"
+// (Held3Seeds) or a
 // comma-separated list of seeds and ranges (7,8,34-63), which may not name
 // a held-out seed.
 func TargetSeeds(list string) ([]uint64, error) {
-	named := map[string][]uint64{"": TuneSeeds, "tune": TuneSeeds, "held": HeldSeeds, "tune3": Tune3Seeds, "held3": Held3Seeds}
+	named := map[string][]uint64{"": TuneSeeds, "tune": TuneSeeds, "valid": ValidSeeds, "held": HeldSeeds, "tune3": Tune3Seeds, "held3": Held3Seeds}
 	if seeds, ok := named[strings.TrimSpace(list)]; ok {
 		return append([]uint64(nil), seeds...), nil
 	}
@@ -108,7 +114,7 @@ func TargetSeeds(list string) ([]uint64, error) {
 			b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
 		}
 		if err != nil || b < a || b-a >= 10000 {
-			return nil, fmt.Errorf("seeds %q: want tune, held, tune3, held3 or a list such as 7,8,9 or 34-63", list)
+			return nil, fmt.Errorf("seeds %q: want tune, valid, held, tune3, held3 or a list such as 7,8,9 or 34-63", list)
 		}
 		for n := a; n <= b; n++ {
 			if held[n] {
@@ -126,8 +132,10 @@ func SeedSetName(list string) string {
 	switch strings.TrimSpace(list) {
 	case "", "tune":
 		return "tune: the fifteen tuning seeds"
+	case "valid":
+		return "valid: fifteen seeds once held out, used since to choose between decision changes"
 	case "held":
-		return "held: the fifteen held-out seeds, never used to tune"
+		return "held: the fifteen held-out seeds, never used to tune or to choose"
 	case "tune3":
 		return "tune3: the first three tuning seeds (the quick set)"
 	case "held3":

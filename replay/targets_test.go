@@ -128,7 +128,7 @@ func TestTargetSeeds(t *testing.T) {
 		list string
 		n    int
 		has  uint64
-	}{{"", 15, 18}, {"tune", 15, 7}, {"held", 15, 33}, {"tune3", 3, 3}, {"held3", 3, 4}, {"7, 8,9", 3, 8}, {"34-63", 30, 50}, {"7,34-36", 4, 35}} {
+	}{{"", 15, 18}, {"tune", 15, 7}, {"valid", 15, 33}, {"held", 15, 48}, {"tune3", 3, 3}, {"held3", 3, 4}, {"7, 8,9", 3, 8}, {"49-78", 30, 50}, {"7,19-21", 4, 20}} {
 		seeds, err := TargetSeeds(c.list)
 		if err != nil {
 			t.Fatalf("%q: %v", c.list, err)
@@ -145,14 +145,14 @@ func TestTargetSeeds(t *testing.T) {
 	for _, s := range HeldSeeds {
 		held[s] = true
 	}
-	for _, set := range [][]uint64{TuneSeeds, Tune3Seeds, Held3Seeds} {
+	for _, set := range [][]uint64{TuneSeeds, ValidSeeds, Tune3Seeds, Held3Seeds} {
 		for _, s := range set {
 			if held[s] {
 				t.Errorf("seed %d is both held out and in %v", s, set)
 			}
 		}
 	}
-	for _, list := range []string{"19", "7,8,33", "10-20", "one", "1,,2", "9-7", "5-"} {
+	for _, list := range []string{"34", "7,8,48", "30-40", "one", "1,,2", "9-7", "5-"} {
 		if seeds, err := TargetSeeds(list); err == nil {
 			t.Errorf("%q: %v, want an error", list, seeds)
 		}
