@@ -77,8 +77,15 @@ const lossEpsilon = 1e-9
 //     the node was asked for use room: a layout filled by a profile no one
 //     asks for (an A100's 1g.10gb at slot 6) is not full.
 //
-// Ties go to the GPU already using more slices, the lower GPU, then the
-// lower slot.
+// Between two GPUs that lose the same headroom, the one already using more
+// slices (idle instances included) wins before the capacity loss is
+// compared: capacity is the loss of one GPU's layouts, and comparing it
+// across GPUs spreads small requests over every busy GPU, so none empties
+// for a waiting whole-GPU request (on two A100s at load 0.8 the 7g
+// requests queued while both GPUs stayed half full; first-fit, which fills
+// GPUs in a fixed order, drained one). The capacity loss then chooses the
+// slot on that GPU. Remaining ties go to the lower GPU, then the lower
+// slot.
 //
 // With no demand to weigh (no request served, none waiting) it places as
 // Reachability does: a prior alone says nothing about what comes next, and
@@ -105,11 +112,11 @@ func (Migpro) BetterReuse(a, b Candidate) bool {
 	if d := a.GPULoss - b.GPULoss; d < -lossEpsilon || d > lossEpsilon {
 		return d < 0
 	}
+	if better, ok := packGPU(a, b); ok {
+		return better
+	}
 	if d := a.Loss - b.Loss; d < -lossEpsilon || d > lossEpsilon {
 		return d < 0
-	}
-	if a.UsedSlices != b.UsedSlices {
-		return a.UsedSlices > b.UsedSlices
 	}
 	if a.GPU != b.GPU {
 		return a.GPU < b.GPU
@@ -166,6 +173,16 @@ func (Reachability) BetterReuse(a, b Candidate) bool {
 		return a.GPU < b.GPU
 	}
 	return a.Start > b.Start
+}
+
+// packGPU orders two candidates on different GPUs by the slices their GPUs
+// already use, more first (see Migpro); ok is false when they are on one
+// GPU or use as many.
+func packGPU(a, b Candidate) (better, ok bool) {
+	if a.GPU == b.GPU || a.UsedSlices == b.UsedSlices {
+		return false, false
+	}
+	return a.UsedSlices > b.UsedSlices, true
 }
 
 // kept is the fraction of layouts a candidate keeps, as (numerator,

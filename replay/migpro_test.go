@@ -77,10 +77,14 @@ func TestNoWaitIsFixableByIdleInstances(t *testing.T) {
 
 // Placement against first-fit on online streams (A100, 2, 4 and 8 GPUs,
 // load 0.8 and 0.9, the tuning seeds 1, 2 and 7 to 18): the geometric mean
-// of first-fit's mean JCT over migpro's must stay at the measured 1.020 and
-// the worst stream at the measured 0.890 (with a layout counting only the
+// of first-fit's mean JCT over migpro's must stay at the measured 1.017 and
+// the worst stream at the measured 0.864 (with a layout counting only the
 // profiles a node was asked for; 1.031 and 0.940 on seeds 1 and 2 alone
-// before it, 1.015 and 0.892 after, so two seeds were too few to judge it).
+// before it, 1.015 and 0.892 after, so two seeds were too few to judge it;
+// 1.020 and 0.890 over these 84 streams before migpro packed onto the
+// busier GPU ahead of the capacity loss, which gains against nvidia-dra and
+// hami on two GPUs and gives back a little of the lead over first-fit on
+// four and eight, docs/replay-findings.md).
 // Issue 12 asks for 1.15 with no stream below 1; that is not reached
 // (docs/replay-results.md says why), and these bounds catch a regression
 // from what is.
@@ -103,11 +107,11 @@ func TestMigproBeatsFirstFitByTheMeasuredMargin(t *testing.T) {
 		}
 	}
 	g := math.Exp(sum / float64(n))
-	if g < 1.02 {
-		t.Errorf("first-fit ÷ migpro mean JCT, geometric mean over %d streams: %.3f, want ≥ 1.02 (measured 1.020)", n, g)
+	if g < 1.015 {
+		t.Errorf("first-fit ÷ migpro mean JCT, geometric mean over %d streams: %.3f, want ≥ 1.015 (measured 1.017)", n, g)
 	}
-	if worst < 0.89 {
-		t.Errorf("first-fit ÷ migpro mean JCT, worst of %d streams: %.3f, want ≥ 0.89 (measured 0.890)", n, worst)
+	if worst < 0.86 {
+		t.Errorf("first-fit ÷ migpro mean JCT, worst of %d streams: %.3f, want ≥ 0.86 (measured 0.864)", n, worst)
 	}
 	t.Logf("first-fit ÷ migpro mean JCT over %d streams: geometric mean %.4f, worst %.4f", n, g, worst)
 }
