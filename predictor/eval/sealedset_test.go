@@ -10,7 +10,7 @@ import (
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
-// The scoring of the sealed held-out sets 2 to 5, which their tests share.
+// The scoring of the sealed held-out sets 2 to 6, which their tests share.
 
 // sealedShape is one shape of a sealed set (tracegen.Sealed2Shapes,
 // Sealed3Shapes, Sealed4Shapes) as the scorer sees it. Each set keeps its
@@ -72,7 +72,7 @@ func scoreSealed(shapes []sealedShape, seeds int) ([]sealedRow, error) {
 }
 
 // formatSealed renders rows as the Markdown table of the set's page
-// (docs/predictor-sealed2.md to -sealed5.md).
+// (docs/predictor-sealed2.md to -sealed6.md).
 func formatSealed(rows []sealedRow) string {
 	var b strings.Builder
 	b.WriteString("| shape | rate | false marks | missed | marked < 5 s ahead | min lead (s) | median lead (s) | horizon: over 25% | latest mark (% of way) | failing runs by instance (5/10/20/40 GB) |\n" +
