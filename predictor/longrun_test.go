@@ -43,18 +43,23 @@ func TestLongRunSlowStepsMarked(t *testing.T) {
 	}
 }
 
-// steadySteps is a cache that fills on a 10 GB instance: the weights
-// (1 GB) by 6 s, then, from 20 s, a step of 0.25 GB every 5 s until top
+// evenSteps is a cache or a leak on a 10 GB instance: the weights by 6 s,
+// then, from 20 s, a step of step bytes every `every` seconds until top
 // bytes, then flat.
-func steadySteps(top float64) func(t float64) float64 {
+func evenSteps(weights, step, every, top float64) func(t float64) float64 {
 	return func(t float64) float64 {
-		u := ramp(t, 1, 6, 0.4e9, 1e9)
+		u := ramp(t, 1, 6, 0.4e9, weights)
 		if t >= 20 {
-			u += 0.25e9 * (1 + math.Floor((t-20)/5))
+			u += step * (1 + math.Floor((t-20)/every))
 		}
 		return math.Min(u, top)
 	}
 }
+
+// steadySteps is a cache that fills on a 10 GB instance: the weights
+// (1 GB) by 6 s, then, from 20 s, a step of 0.25 GB every 5 s until top
+// bytes, then flat.
+func steadySteps(top float64) func(t float64) float64 { return evenSteps(1e9, 0.25e9, 5, top) }
 
 // A staircase that has risen for minutes and stops 2.5 GB under a 10 GB
 // instance, ten of its steps short, is not marked: at its rate it would
@@ -78,15 +83,7 @@ func TestLongRunManyStepsShortNotMarked(t *testing.T) {
 // sparseSteps is a leak of 0.5 GB every 90 s from 20 s, after 3.05 GB of
 // weights, on a 10 GB instance, until top bytes. Its step at 1100 s leaves
 // 0.45 GB, under its steps' mean: the next one, at 1190 s, runs out.
-func sparseSteps(top float64) func(t float64) float64 {
-	return func(t float64) float64 {
-		u := ramp(t, 1, 6, 0.4e9, 3.05e9)
-		if t >= 20 {
-			u += 0.5e9 * (1 + math.Floor((t-20)/90))
-		}
-		return math.Min(u, top)
-	}
-}
+func sparseSteps(top float64) func(t float64) float64 { return evenSteps(3.05e9, 0.5e9, 90, top) }
 
 // A long run whose headroom is under its mean step runs out at its next
 // step, whenever it comes: it is marked then, though with its steps 90 s
