@@ -94,7 +94,7 @@ var (
 // TargetSeeds reads a seed set: "tune" or "" (TuneSeeds), "valid"
 // (ValidSeeds), "held" (HeldSeeds), "tune3" (Tune3Seeds), "held3"
 // (Held3Seeds) or a
-// comma-separated list of seeds and ranges (7,8,34-63), which may not name
+// comma-separated list of seeds and ranges (7,8,49-63), which may not name
 // a held-out seed.
 func TargetSeeds(list string) ([]uint64, error) {
 	named := map[string][]uint64{"": TuneSeeds, "tune": TuneSeeds, "valid": ValidSeeds, "held": HeldSeeds, "tune3": Tune3Seeds, "held3": Held3Seeds}
