@@ -114,7 +114,7 @@ func TargetSeeds(list string) ([]uint64, error) {
 			b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
 		}
 		if err != nil || b < a || b-a >= 10000 {
-			return nil, fmt.Errorf("seeds %q: want tune, valid, held, tune3, held3 or a list such as 7,8,9 or 34-63", list)
+			return nil, fmt.Errorf("seeds %q: want tune, valid, held, tune3, held3 or a list such as 7,8,9 or 49-63", list)
 		}
 		for n := a; n <= b; n++ {
 			if held[n] {
