@@ -196,7 +196,7 @@ func (r TargetRow) P95Met() bool {
 func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 	m, err := LoadModel(c.Node)
 	if err != nil {
-		return TargetRow{}, err
+		return TargetRow{}, fmt.Errorf("%s: %w", c.Name, err)
 	}
 	gpus := c.GPUs
 	if m.GPUsPerNode() > 0 {
@@ -206,7 +206,7 @@ func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
 	for _, name := range TargetBaselines {
 		ps, err := ParsePolicies(name)
 		if err != nil {
-			return TargetRow{}, err
+			return TargetRow{}, fmt.Errorf("%s: baseline %s: %w", c.Name, name, err)
 		}
 		strategies = append(strategies, ps[0])
 	}
