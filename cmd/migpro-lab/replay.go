@@ -15,7 +15,7 @@ import (
 	"github.com/migpro/migpro/replay"
 )
 
-const replayUsage = "usage: migpro-lab replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check] | --targets [--seeds tune|held|tune3|held3|S,S,...] [--openb DIR] [--policies NAME]"
+const replayUsage = "usage: migpro-lab replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check] | --targets [--seeds tune|valid|held|tune3|held3|S,S,...] [--openb DIR] [--policies NAME]"
 
 // replayOptions are replay's flags, bound by newReplayCmd and completed by
 // complete.
