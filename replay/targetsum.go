@@ -84,7 +84,7 @@ func Verdicts(policy string, rows []TargetRow) []TargetVerdict {
 func jctWinners(r TargetRow) []string {
 	var names []string
 	for name, v := range r.JCT {
-		if v < 0.99 {
+		if v < jctLine {
 			names = append(names, name)
 		}
 	}
@@ -94,7 +94,7 @@ func jctWinners(r TargetRow) []string {
 		out[i] = fmt.Sprintf("%s ahead by %.1f%% (mean JCT %s ÷ policy %.3f", name, 100*(1-r.JCT[name]), name, r.JCT[name])
 		if e := r.JCTErr[name]; e > 0 {
 			out[i] += fmt.Sprintf(" ± %.3f", e)
-			if 0.99-r.JCT[name] < 2*e {
+			if jctLine-r.JCT[name] < 2*e {
 				out[i] += ", within two standard errors of the 1% line"
 			}
 		}
@@ -162,7 +162,7 @@ func WriteTargets(w io.Writer, policy string, rows []TargetRow) error {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s |", r.Config)
 		for _, name := range TargetBaselines {
-			if v := r.JCT[name]; v < 0.99 {
+			if v := r.JCT[name]; v < jctLine {
 				fmt.Fprintf(&b, " **%.3f** |", v)
 			} else {
 				fmt.Fprintf(&b, " %.3f |", v)
