@@ -48,7 +48,7 @@ replay-report: build
 # Issue 28's targets in one run, side by side: the benchmark's metrics (and
 # its table, -v) and migpro-lab replay --targets' table, computed by the same
 # code (replay.Targets) on the same seeds. TARGET_SEEDS=held for the fifteen
-# seeds kept apart from tuning: the lead runs it once, at the end.
+# seeds kept apart from tuning: run it once, at the end.
 replay-targets: build
 	@mkdir -p $(REPLAY_OUT)
 	MIGPRO_OPENB_DIR="$(MIGPRO_OPENB_DIR)" TARGET_SEEDS=$(TARGET_SEEDS) $(GO) test -run '^$$' -bench Targets -benchtime 1x -v ./replay/ \
