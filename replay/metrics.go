@@ -174,11 +174,7 @@ func WriteUserMetrics(w io.Writer, results []*Result) error {
 	head = append(head, "steps/job", "frag waits", "stranded slices/GPU (worst)")
 	rows := [][]string{head}
 	for _, r := range results {
-		name := r.Policy
-		if r.SimulatorOnly() {
-			name += " *"
-		}
-		row := []string{name}
+		row := []string{r.starred()}
 		for _, s := range order {
 			if sw, ok := r.StartWait(s); ok {
 				row = append(row, fmt.Sprintf("%.0f / %.0f", sw.Mean, sw.P95))

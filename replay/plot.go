@@ -43,10 +43,7 @@ func PlotPolicies(path, title string, results []*Result) error {
 	names := make([]string, len(results))
 	only := false
 	for i, r := range results {
-		names[i] = r.Policy
-		if r.SimulatorOnly() {
-			names[i], only = r.Policy+" *", true
-		}
+		names[i], only = r.starred(), only || r.SimulatorOnly()
 	}
 	if only {
 		title += " (* simulator only)"

@@ -15,10 +15,8 @@ func WriteTable(w io.Writer, results []*Result) error {
 		"steps/job", "waits", "idle-fixable", "frag", "restarts (marked)", "lost s", "÷ lower bound", "detail"}}
 	only, multi := false, false
 	for _, r := range results {
-		name := r.Policy
-		if r.SimulatorOnly() {
-			name, only = name+" *", true
-		}
+		name := r.starred()
+		only = only || r.SimulatorOnly()
 		multi = multi || r.Nodes > 1
 		rows = append(rows, []string{name, fmt.Sprintf("%.0f", r.Makespan), fmt.Sprintf("%.4f", r.Throughput),
 			fmt.Sprintf("%.0f", r.MeanJCT), fmt.Sprintf("%.0f", r.P95JCT), fmt.Sprintf("%.1f%%", 100*r.MemUtil),

@@ -74,6 +74,15 @@ func (r *Result) SimulatorOnly() bool {
 	return simulatorOnly(r.Policy) || r.Nodes > 1
 }
 
+// starred is the policy's name as the tables and charts show it: marked
+// " *" when the result is simulator only.
+func (r *Result) starred() string {
+	if r.SimulatorOnly() {
+		return r.Policy + " *"
+	}
+	return r.Policy
+}
+
 // StepsPerJob is NVML creates and destroys per run served (restarts count
 // as runs).
 func (r *Result) StepsPerJob() float64 {
