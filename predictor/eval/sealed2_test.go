@@ -28,11 +28,7 @@ var sealed2Gaps = map[string]bool{
 func sealed2Set(shapes []tracegen.Sealed2Shape) []sealedShape {
 	var out []sealedShape
 	for _, s := range shapes {
-		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon,
-			Generate: func(seed uint64, hz float64) sealedRun {
-				r := s.Generate(seed, hz)
-				return sealedRun{Trace: r.Trace, Capacity: r.Capacity, Horizon: r.Horizon}
-			}})
+		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
 	}
 	return out
 }

@@ -36,11 +36,7 @@ var sealed4Gaps = map[string]bool{
 func sealed4Set(shapes []tracegen.Sealed4Shape) []sealedShape {
 	var out []sealedShape
 	for _, s := range shapes {
-		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon,
-			Generate: func(seed uint64, hz float64) sealedRun {
-				r := s.Generate(seed, hz)
-				return sealedRun{Trace: r.Trace, Capacity: r.Capacity, Horizon: r.Horizon}
-			}})
+		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
 	}
 	return out
 }

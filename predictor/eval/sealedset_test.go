@@ -6,27 +6,19 @@ import (
 	"testing"
 
 	"github.com/migpro/migpro/predictor"
-	"github.com/migpro/migpro/predictor/trace"
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
 // The scoring of the sealed held-out sets 2 to 6, which their tests share.
 
-// sealedShape is one shape of a sealed set (tracegen.Sealed2Shapes,
-// Sealed3Shapes, Sealed4Shapes) as the scorer sees it. Each set keeps its
-// own generator types, written apart; only the scoring is shared.
+// sealedShape is one shape of a sealed set (tracegen.Sealed2Shapes to
+// Sealed6Shapes) as the scorer sees it. Each set keeps its own generator,
+// written apart; only the run it renders (tracegen.SealedRun) and the
+// scoring are shared.
 type sealedShape struct {
 	Name                 string
 	Growing, WithHorizon bool
-	Generate             func(seed uint64, hz float64) sealedRun
-}
-
-// sealedRun is one generated run: an NVML-only trace, its instance's
-// capacity in bytes, and its declared horizon in seconds (0: none).
-type sealedRun struct {
-	Trace    trace.Trace
-	Capacity uint64
-	Horizon  float64
+	Generate             func(seed uint64, hz float64) tracegen.SealedRun
 }
 
 // sealedRow scores one shape of a sealed set at one rate, as ShapeRow does

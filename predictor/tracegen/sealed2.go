@@ -35,15 +35,8 @@ type Sealed2Shape struct {
 	gen func(b *s2Build) float64
 }
 
-// Sealed2Run is one rendered run of a Sealed2Shape.
-type Sealed2Run struct {
-	Trace trace.Trace
-	// Capacity is the instance's memory in bytes.
-	Capacity uint64
-	// Horizon is the declared planned length in seconds; 0 when the run
-	// declares none.
-	Horizon float64
-}
+// Sealed2Run is one rendered run of a Sealed2Shape (a SealedRun).
+type Sealed2Run = SealedRun
 
 // Sealed2Shapes is the second sealed held-out set: seven quiet shapes
 // (warm-ups, preallocation, caches that level off) and six that grow to an

@@ -39,14 +39,8 @@ type Sealed3Shape struct {
 	build func(l *s3Levels) float64
 }
 
-// Sealed3Run is one rendered run of a Sealed3Shape.
-type Sealed3Run struct {
-	Trace trace.Trace
-	// Capacity is the instance's memory in bytes.
-	Capacity uint64
-	// Horizon is the declared planned length in seconds, 0 when none.
-	Horizon float64
-}
+// Sealed3Run is one rendered run of a Sealed3Shape (a SealedRun).
+type Sealed3Run = SealedRun
 
 // Sealed3Shapes is the third sealed held-out set: eight quiet shapes
 // (warm-ups, preallocation, bounded periodic use; four with a declared

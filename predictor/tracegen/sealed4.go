@@ -39,14 +39,8 @@ type Sealed4Shape struct {
 	write func(p *s4Tape) float64
 }
 
-// Sealed4Run is one rendered run of a Sealed4Shape.
-type Sealed4Run struct {
-	Trace trace.Trace
-	// Capacity is the instance's memory in bytes.
-	Capacity uint64
-	// Horizon is the declared planned length in seconds, 0 when none.
-	Horizon float64
-}
+// Sealed4Run is one rendered run of a Sealed4Shape (a SealedRun).
+type Sealed4Run = SealedRun
 
 // Sealed4Shapes is the fourth sealed held-out set: seven quiet shapes
 // (multi-stage jobs, bounded caches, per-request spikes; four with a

@@ -41,14 +41,8 @@ type Sealed5Shape struct {
 	write func(p *s5Tape) float64
 }
 
-// Sealed5Run is one rendered run of a Sealed5Shape.
-type Sealed5Run struct {
-	Trace trace.Trace
-	// Capacity is the instance's memory in bytes.
-	Capacity uint64
-	// Horizon is the declared planned length in seconds, 0 when none.
-	Horizon float64
-}
+// Sealed5Run is one rendered run of a Sealed5Shape (a SealedRun).
+type Sealed5Run = SealedRun
 
 // Sealed5Shapes is the fifth sealed held-out set: seven quiet shapes
 // (model version swaps, spilling at a limit, checkpoint gathers, a

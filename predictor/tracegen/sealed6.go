@@ -41,14 +41,8 @@ type Sealed6Shape struct {
 	write func(p *s6Tape) float64
 }
 
-// Sealed6Run is one rendered run of a Sealed6Shape.
-type Sealed6Run struct {
-	Trace trace.Trace
-	// Capacity is the instance's memory in bytes.
-	Capacity uint64
-	// Horizon is the declared planned length in seconds, 0 when none.
-	Horizon float64
-}
+// Sealed6Run is one rendered run of a Sealed6Shape (a SealedRun).
+type Sealed6Run = SealedRun
 
 // Sealed6Shapes is the sixth sealed held-out set: six quiet shapes
 // (sliding-window caches, data-parallel bucket rebuilds, gradual
