@@ -15,14 +15,14 @@ package predictor
 // random sizes fail the factors; a run that grows to a level fails the
 // falls. O(1) per sample.
 type teeth struct {
-	lo, hi   float64 // the trough before the standing tooth, its top so far
-	loT, hiT float64 // when the trough and the top were reached
-	up       bool    // a tooth is standing: usage rose a quantum over lo
-	h        [teethCount - 1]float64
-	base     [teethCount - 1]float64
-	topT     [teethCount - 1]float64
-	n        int // closed teeth held (≤ teethCount-1)
-	started  bool
+	lo, hi  float64 // the trough before the standing tooth, its top so far
+	hiT     float64 // when the top was reached
+	up      bool    // a tooth is standing: usage rose a quantum over lo
+	h       [teethCount - 1]float64
+	base    [teethCount - 1]float64
+	topT    [teethCount - 1]float64
+	n       int // closed teeth held (≤ teethCount-1)
+	started bool
 }
 
 const (
@@ -40,12 +40,12 @@ const (
 // observe adds one usage sample; q is the quantum (stairsQuantum of capacity).
 func (s *teeth) observe(t, used, q float64) {
 	if !s.started {
-		s.started, s.lo, s.hi, s.loT, s.hiT = true, used, used, t, t
+		s.started, s.lo, s.hi, s.hiT = true, used, used, t
 		return
 	}
 	if !s.up {
 		if used < s.lo {
-			s.lo, s.loT = used, t
+			s.lo = used
 		}
 		if used >= s.lo+q {
 			s.up, s.hi, s.hiT = true, used, t
@@ -67,7 +67,7 @@ func (s *teeth) observe(t, used, q float64) {
 	}
 	s.h[s.n], s.base[s.n], s.topT[s.n] = s.hi-s.lo, s.lo, s.hiT
 	s.n++
-	s.up, s.lo, s.hi, s.loT, s.hiT = false, used, used, t, t
+	s.up, s.lo, s.hi, s.hiT = false, used, used, t
 }
 
 // check is the teeth's verdict at now.
