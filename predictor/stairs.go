@@ -401,15 +401,15 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	capacity := float64(p.cfg.Capacity)
 	if h > now {
 		r, rel, ok := s.rate(now, p.cfg.BulkBytes, stairsHorizonGaps, true)
-		if ok && r > 0 && (!steepForHorizon(&p.cfg, (capacity-s.cur)/r, now-p.first) || now-s.start >= p.cfg.EvictionTime) {
+		if !ok || r <= 0 {
+			return verdict{}, false
+		}
+		if !steepForHorizon(&p.cfg, (capacity-s.cur)/r, now-p.first) || now-s.start >= p.cfg.EvictionTime {
 			slow := r * max(1-stairsZ*rel, stairsHalf)
 			if slow <= 0 || p.peak+slow*(h-now) <= capacity {
 				return verdict{}, false
 			}
 			return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true
-		}
-		if !ok || r <= 0 {
-			return verdict{}, false
 		}
 		// A young run projected to run out within the eviction time, or
 		// sooner than stairsHorizonReach times what has been watched: the
@@ -429,7 +429,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 	near, next := p.cfg.NearTime, false
 	if e := p.cfg.EvictionTime; e > 0 {
 		near = min(near, e)
-		headroom, big := capacity-s.cur, s.maxStep()
+		headroom := capacity - s.cur
 		// A run that has risen for stairsLongRun eviction times, in
 		// stairsRing rises or more, is no load and no warm-up. When its
 		// headroom is under its mean held step, its next step of that size
@@ -445,7 +445,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 			// far is extrapolating a staircase that may stop, so it is
 			// asked only NearTime, as a younger run is.
 			near = e
-			if tto > p.cfg.NearTime && headroom > stairsLongSteps*big {
+			if tto > p.cfg.NearTime && headroom > stairsLongSteps*s.maxStep() {
 				near = min(p.cfg.NearTime, e)
 			}
 		}
