@@ -168,13 +168,11 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 	}
 	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.TrendGate) {
 		m.stairs.observe(s.T, float64(s.Used), p.peak, p.allocs, capacity)
-	}
-	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.Stairs) && !p.cfg.without(ablate.TrendGate) {
-		if v, hit := m.stairs.check(p, s.T); hit {
-			return m.decide(p, &m.sc[0], s.T, v)
+		if !p.cfg.without(ablate.Stairs) {
+			if v, hit := m.stairs.check(p, s.T); hit {
+				return m.decide(p, &m.sc[0], s.T, v)
+			}
 		}
-	}
-	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.TrendGate) {
 		q := stairsQuantum * capacity
 		m.teeth.observe(s.T, float64(s.Used), q)
 		if v, hit := m.teeth.check(p, s.T, q); hit {
