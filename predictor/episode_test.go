@@ -13,10 +13,7 @@ type segment struct{ level, rate, hold float64 }
 func feedSegments(t *testing.T, hz float64, segs []segment) (mark, oom float64) {
 	t.Helper()
 	const capacity = 10e9
-	p, err := New(ForSeconds(Config{Capacity: capacity}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := agent(t, Config{Capacity: capacity})
 	mark, oom = -1, -1
 	used, now, dt := 0.5e9, 0.0, 1/hz
 	feed := func() bool {

@@ -10,10 +10,7 @@ import (
 func markAt(t *testing.T, evict float64) float64 {
 	t.Helper()
 	const capacity, rate = 10e9, 50e6
-	p, err := New(ForSeconds(Config{Capacity: capacity, EvictionTime: evict}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := agent(t, Config{Capacity: capacity, EvictionTime: evict})
 	for s := 0.0; s < 400; s++ {
 		used := 1e9 + rate*s
 		if _, ok := p.Observe(Sample{T: s, Used: uint64(used)}); ok {

@@ -5,6 +5,16 @@ import (
 	"testing"
 )
 
+// agent is a predictor with the agent's settings (ForSeconds) over cfg.
+func agent(tb testing.TB, cfg Config) *Predictor {
+	tb.Helper()
+	p, err := New(ForSeconds(cfg))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
 // series feeds used(t) at hz from t=0 to end (or the OOM) on a 10 GB
 // instance with the agent's settings and cfg's horizon; it returns the time
 // of the mark, or -1, and of the OOM, or -1.
@@ -12,10 +22,7 @@ func series(t *testing.T, cfg Config, hz, end float64, used func(t float64) floa
 	t.Helper()
 	const capacity = 10e9
 	cfg.Capacity = capacity
-	p, err := New(ForSeconds(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := agent(t, cfg)
 	mark, oom = -1, -1
 	for i := 0; float64(i)/hz <= end; i++ {
 		at := float64(i) / hz
@@ -35,6 +42,33 @@ func ramp(t, t0, t1, from, to float64) float64 {
 	return from + (to-from)*math.Min(1, math.Max(0, (t-t0)/(t1-t0)))
 }
 
+// step is an allocation of by bytes at at s.
+type step struct{ at, by float64 }
+
+// stepsBy is what the steps at or before t add up to.
+func stepsBy(t float64, steps ...step) float64 {
+	u := 0.0
+	for _, s := range steps {
+		if t >= s.at {
+			u += s.by
+		}
+	}
+	return u
+}
+
+// notMarked fails t when used, fed by series for end s at 10 Hz and 1 Hz
+// with each of horizons (0: none), is marked; name says what used is.
+func notMarked(t *testing.T, name string, horizons []float64, end float64, used func(t float64) float64) {
+	t.Helper()
+	for _, hz := range []float64{10, 1} {
+		for _, h := range horizons {
+			if mark, _, d := series(t, Config{Horizon: h}, hz, end, used); mark >= 0 {
+				t.Errorf("%s, horizon %v, %v Hz: marked at %v s (%s)", name, h, hz, mark, d.Reason)
+			}
+		}
+	}
+}
+
 // warmup is a training Job's start, on a 10 GB instance: the context, the
 // weights (0.5 GB) loaded by 4 s, a pause, then its first step, which
 // reserves 3 GB of activations in a second, its gradients and the
@@ -42,13 +76,7 @@ func ramp(t, t0, t1, from, to float64) float64 {
 // a little more as the cache settles, all by 12 s. It is flat from then
 // on but for the first evaluation at 300 s, one step of 0.3 GB.
 func warmup(t float64) float64 {
-	u := 0.4e9 + ramp(t, 2, 4, 0, 0.5e9) + ramp(t, 9, 10, 0, 3e9)
-	for _, s := range []struct{ at, by float64 }{{10.4, 0.5e9}, {10.8, 1e9}, {11.6, 0.3e9}, {300, 0.3e9}} {
-		if t >= s.at {
-			u += s.by
-		}
-	}
-	return u
+	return 0.4e9 + ramp(t, 2, 4, 0, 0.5e9) + ramp(t, 9, 10, 0, 3e9) + stepsBy(t, step{10.4, 0.5e9}, step{10.8, 1e9}, step{11.6, 0.3e9}, step{300, 0.3e9})
 }
 
 // A training Job that declares its length and is flat after its warm-up is
@@ -57,13 +85,7 @@ func warmup(t float64) float64 {
 // projected to the declared end (the horizon, 1800 s). Without a horizon
 // it is not marked either.
 func TestHorizonWarmupNotMarked(t *testing.T) {
-	for _, hz := range []float64{10, 1} {
-		for _, h := range []float64{1800, 0} {
-			if mark, _, d := series(t, Config{Horizon: h}, hz, 900, warmup); mark >= 0 {
-				t.Errorf("warm-up then flat, horizon %v, %v Hz: marked at %v s (%s)", h, hz, mark, d.Reason)
-			}
-		}
-	}
+	notMarked(t, "warm-up then flat", []float64{1800, 0}, 900, warmup)
 }
 
 // The same Job that then leaks (20 MB a second from 40 s) is marked, with
@@ -126,11 +148,5 @@ func doubling(t float64) float64 {
 // A pool that doubles its last region once more is one step, not a trend:
 // it is not marked, at 10 Hz or 1 Hz, with or without a horizon.
 func TestDoublingPoolNotMarked(t *testing.T) {
-	for _, hz := range []float64{10, 1} {
-		for _, h := range []float64{0, 900} {
-			if mark, _, d := series(t, Config{Horizon: h}, hz, 600, doubling); mark >= 0 {
-				t.Errorf("doubling pool, horizon %v, %v Hz: marked at %v s (%s)", h, hz, mark, d.Reason)
-			}
-		}
-	}
+	notMarked(t, "doubling pool", []float64{0, 900}, 600, doubling)
 }

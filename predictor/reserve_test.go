@@ -12,13 +12,7 @@ import (
 // exchange, two chunks of 0.23 GB at 30 s, and its buckets are rebuilt
 // once, 0.37 GB at 130 s. It is flat from then on.
 func collective(t float64) float64 {
-	u := ramp(t, 3, 6, 0, 1.7e9)
-	for _, s := range []struct{ at, by float64 }{{1, 0.4e9}, {16, 1.4e9}, {30, 0.23e9}, {30.6, 0.23e9}, {130, 0.37e9}} {
-		if t >= s.at {
-			u += s.by
-		}
-	}
-	return u
+	return ramp(t, 3, 6, 0, 1.7e9) + stepsBy(t, step{1, 0.4e9}, step{16, 1.4e9}, step{30, 0.23e9}, step{30.6, 0.23e9}, step{130, 0.37e9})
 }
 
 // A Job that declares its length, whose warm-up is a reservation, then two
@@ -29,13 +23,7 @@ func collective(t float64) float64 {
 // (stepAfterPauses). Before these rules it was marked at 30.6 s with its
 // horizon, and with the first alone at 130 s.
 func TestHorizonReservationThenStepsNotMarked(t *testing.T) {
-	for _, hz := range []float64{10, 1} {
-		for _, h := range []float64{1800, 0} {
-			if mark, _, d := series(t, Config{Horizon: h}, hz, 900, collective); mark >= 0 {
-				t.Errorf("reservation then two steps, horizon %v, %v Hz: marked at %v s (%s)", h, hz, mark, d.Reason)
-			}
-		}
-	}
+	notMarked(t, "reservation then two steps", []float64{1800, 0}, 900, collective)
 }
 
 // The same Job that then leaks (20 MB a second from 40 s) is marked, with

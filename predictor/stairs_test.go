@@ -15,10 +15,7 @@ func staircase(t *testing.T, cfg Config, load, loadRate, pause, step, gap, stop 
 	t.Helper()
 	const capacity = 10e9
 	cfg.Capacity = capacity
-	p, err := New(ForSeconds(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := agent(t, cfg)
 	mark, oom = -1, -1
 	used, tick := 0.5e9, 0
 	feed := func(u float64) bool {
@@ -128,10 +125,7 @@ func BenchmarkStairsCheck(b *testing.B) { benchStairsCheck(b, 0) }
 func BenchmarkStairsCheckHorizon(b *testing.B) { benchStairsCheck(b, 3600) }
 
 func benchStairsCheck(b *testing.B, horizon float64) {
-	p, err := New(ForSeconds(Config{Capacity: 10e9, Horizon: horizon}))
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := agent(b, Config{Capacity: 10e9, Horizon: horizon})
 	tick := 0
 	feed := func(u float64) {
 		tick++
