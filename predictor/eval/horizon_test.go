@@ -35,16 +35,7 @@ var givenHorizonGaps = map[string]bool{
 // TestSealed2Shapes); these rows show how far it holds. -v prints the
 // tables.
 func TestQuietShapesGivenHorizon(t *testing.T) {
-	var quiet []tracegen.Shape
-	for _, set := range [][]tracegen.Shape{tracegen.HeldOutShapes(), tracegen.SealedShapes()} {
-		for _, s := range set {
-			if !s.Growing {
-				s.WithHorizon, s.Name = true, s.Name+"-with-horizon"
-				quiet = append(quiet, s)
-			}
-		}
-	}
-	rows, err := ScoreShapes(predictor.Config{}, quiet, shapeSeeds)
+	rows, err := ScoreShapes(predictor.Config{}, quietWithHorizon(tracegen.HeldOutShapes(), tracegen.SealedShapes()), shapeSeeds)
 	if err != nil {
 		t.Fatal(err)
 	}

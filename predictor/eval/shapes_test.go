@@ -88,6 +88,21 @@ func TestHeldOutShapes(t *testing.T) {
 	shapeBar(t, rows, shapeGaps, "shapeGaps")
 }
 
+// quietWithHorizon is the quiet shapes of sets, each given a horizon (its
+// planned end) and named with "-with-horizon".
+func quietWithHorizon(sets ...[]tracegen.Shape) []tracegen.Shape {
+	var quiet []tracegen.Shape
+	for _, set := range sets {
+		for _, s := range set {
+			if !s.Growing {
+				s.WithHorizon, s.Name = true, s.Name+"-with-horizon"
+				quiet = append(quiet, s)
+			}
+		}
+	}
+	return quiet
+}
+
 // TestQuietShapesWithHorizon gives the tuned quiet shapes a horizon (their
 // planned end), which issue 29's shapes do not: with a known end a run of
 // rises that is still going is projected to it, so a warm-up staircase is
@@ -95,14 +110,7 @@ func TestHeldOutShapes(t *testing.T) {
 // sawtooth, whose peak does not climb, must stay unmarked, and the vLLM
 // start (behind the load gate) nearly so. -v prints the table.
 func TestQuietShapesWithHorizon(t *testing.T) {
-	var quiet []tracegen.Shape
-	for _, s := range tracegen.TunedShapes() {
-		if !s.Growing {
-			s.WithHorizon, s.Name = true, s.Name+"-with-horizon"
-			quiet = append(quiet, s)
-		}
-	}
-	rows, err := ScoreShapes(predictor.Config{}, quiet, shapeSeeds)
+	rows, err := ScoreShapes(predictor.Config{}, quietWithHorizon(tracegen.TunedShapes()), shapeSeeds)
 	if err != nil {
 		t.Fatal(err)
 	}
