@@ -42,7 +42,6 @@ import (
 func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 	cl := harness.StartCluster(t)
 	ctx := context.Background()
-	root := repoRoot()
 	admin := cl.Client
 	nodes := map[string]*corev1.Node{}
 	for _, n := range []string{"gpu-a", "gpu-b"} {
@@ -162,14 +161,7 @@ func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 
 	// The node view, served by the real migpro-admission with the chart's
 	// admission RBAC.
-	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
-	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
-	caPEM, err := os.ReadFile(cl.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
-	base, admLog := startAdmission(t, admKC, certFile, keyFile, caPEM)
+	base, admLog, _ := startChartAdmission(t, cl)
 	onA := &authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: "gpu-a", UID: nodes["gpu-a"].UID}
 	view := agentViewClient(t, cl, base, "gpu-a")
 
