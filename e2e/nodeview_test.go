@@ -42,7 +42,6 @@ import (
 func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 	cl := harness.StartCluster(t)
 	ctx := context.Background()
-	root := repoRoot()
 	admin := cl.Client
 	nodes := map[string]*corev1.Node{}
 	for _, n := range []string{"gpu-a", "gpu-b"} {
@@ -162,14 +161,7 @@ func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 
 	// The node view, served by the real migpro-admission with the chart's
 	// admission RBAC.
-	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
-	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
-	caPEM, err := os.ReadFile(cl.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
-	base, admLog := startAdmission(t, admKC, certFile, keyFile, caPEM)
+	base, admLog, _ := startChartAdmission(t, cl)
 	onA := &authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: "gpu-a", UID: nodes["gpu-a"].UID}
 	view := agentViewClient(t, cl, base, "gpu-a")
 
@@ -293,15 +285,8 @@ func TestNodeViewKeepsReadsOnTheNode(t *testing.T) {
 // to bound.
 func nodeViewClient(t *testing.T, cl *harness.Cluster, base, namespace, sa string, audiences []string, bound *authv1.BoundObjectReference) kubernetes.Interface {
 	t.Helper()
-	tok, err := cl.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
-		ExpirationSeconds: ptrInt64(3600), Audiences: audiences, BoundObjectRef: bound}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token of %s/%s: %v", namespace, sa, err)
-	}
 	tf := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tf, []byte(tok.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeToken(t, cl, namespace, sa, audiences, bound, tf)
 	rc, err := nodeview.ClientConfig{URL: base, CAFile: cl.CAFile, TokenFile: tf}.RESTConfig("e2e-" + sa)
 	if err != nil {
 		t.Fatal(err)
@@ -318,12 +303,32 @@ func nodeViewClient(t *testing.T, cl *harness.Cluster, base, namespace, sa strin
 // DaemonSet's projected token is bound to its pod, and so to the node).
 func agentViewClient(t *testing.T, cl *harness.Cluster, base, node string) kubernetes.Interface {
 	t.Helper()
+	return nodeViewClient(t, cl, base, "migpro-system", "migpro-agent", []string{nodeview.Audience}, boundToNode(t, cl, node))
+}
+
+// writeToken writes to file a token of the ServiceAccount namespace/sa for
+// audiences (nil: the API server's), bound to bound.
+func writeToken(t *testing.T, cl *harness.Cluster, namespace, sa string, audiences []string, bound *authv1.BoundObjectReference, file string) {
+	t.Helper()
+	tok, err := cl.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+		ExpirationSeconds: ptrInt64(3600), Audiences: audiences, BoundObjectRef: bound}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token of %s/%s: %v", namespace, sa, err)
+	}
+	if err := os.WriteFile(file, []byte(tok.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boundToNode binds a token to node, as the DaemonSet's projected token is
+// bound to its pod, and so to the node.
+func boundToNode(t *testing.T, cl *harness.Cluster, node string) *authv1.BoundObjectReference {
+	t.Helper()
 	n, err := cl.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nodeViewClient(t, cl, base, "migpro-system", "migpro-agent", []string{nodeview.Audience},
-		&authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: n.UID})
+	return &authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: n.UID}
 }
 
 // chartAgentRBACWithoutView is the agent's RBAC (rbac.yaml and
@@ -347,19 +352,7 @@ func chartAgentRBACWithoutView(t *testing.T) []byte {
 // view at base, with a token of migpro-agent for the view bound to node.
 func agentViewFlags(t *testing.T, cl *harness.Cluster, base, node string) []string {
 	t.Helper()
-	n, err := cl.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := cl.Client.CoreV1().ServiceAccounts("migpro-system").CreateToken(context.Background(), "migpro-agent", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600), Audiences: []string{nodeview.Audience},
-			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: n.UID}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("node view token for %s: %v", node, err)
-	}
 	tf := filepath.Join(cl.Dir, "node-view-"+node+".token")
-	if err := os.WriteFile(tf, []byte(tok.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeToken(t, cl, "migpro-system", "migpro-agent", []string{nodeview.Audience}, boundToNode(t, cl, node), tf)
 	return []string{"--node-view", base, "--node-view-ca", cl.CAFile, "--node-view-token", tf}
 }

@@ -63,15 +63,8 @@ func startReadmitStack(t *testing.T, cl *harness.Cluster, extraAgentRBAC ...stri
 	}
 	st := &readmitStack{cl: cl, agentKC: serviceAccountKubeconfig(t, cl, "migpro-agent", agentRBAC)}
 	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
-	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
-	caPEM, err := os.ReadFile(cl.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
-	var base string
-	base, st.admLog = startAdmission(t, admKC, certFile, keyFile, caPEM)
-	st.view = base
+	base, admLog, caPEM := startChartAdmission(t, cl)
+	st.admLog, st.view = admLog, base
 	registerWebhook(t, cl, admission, base+"/mutate", caPEM)
 	registerEvictionGuard(t, cl, admission, base+"/validate-eviction", caPEM)
 	st.waitWebhook(t)
@@ -242,6 +235,22 @@ func serviceAccountKubeconfig(t *testing.T, cl *harness.Cluster, sa string, rbac
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// startChartAdmission starts migpro-admission as its ServiceAccount, with
+// the RBAC of deploy/kubernetes/admission.yaml, serving a certificate of
+// the cluster's CA for 127.0.0.1: its URL, its log and that CA (PEM).
+func startChartAdmission(t *testing.T, cl *harness.Cluster) (base, admLog string, caPEM []byte) {
+	t.Helper()
+	admission := filepath.Join(repoRoot(), "deploy/kubernetes/admission.yaml")
+	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
+	caPEM, err := os.ReadFile(cl.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
+	base, admLog = startAdmission(t, admKC, certFile, keyFile, caPEM)
+	return base, admLog, caPEM
+}
 
 // startAdmission builds and runs migpro-admission and waits for /healthz;
 // it returns its base URL (https://host:port) and the log path.

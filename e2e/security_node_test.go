@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -144,13 +143,7 @@ func TestSecurityNodeIdentityStaysOnItsNode(t *testing.T) {
 
 	// Recommendations, with migpro-admission's guards registered.
 	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
-	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
-	caPEM, err := os.ReadFile(cl.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
-	base, admLog := startAdmission(t, admKC, certFile, keyFile, caPEM)
+	base, admLog, caPEM := startChartAdmission(t, cl)
 	registerEvictionGuard(t, cl, admission, base+"/validate-eviction", caPEM)
 
 	store := readmit.Store{Client: agent, ReadByPatch: true}

@@ -242,13 +242,7 @@ func checkEvictionGuard(t *testing.T, cl *harness.Cluster, agent, unbound kubern
 
 	root := repoRoot()
 	admission := filepath.Join(root, "deploy/kubernetes/admission.yaml")
-	admKC := serviceAccountKubeconfig(t, cl, "migpro-admission", manifestDocs(t, admission, map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}))
-	caPEM, err := os.ReadFile(cl.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := cl.ServingCert(t, "migpro-admission", "127.0.0.1")
-	base, admLog := startAdmission(t, admKC, certFile, keyFile, caPEM)
+	base, admLog, caPEM := startChartAdmission(t, cl)
 	registerEvictionGuard(t, cl, admission, base+"/validate-eviction", caPEM)
 
 	// The API server loads the webhook within a moment: retry the dry run
@@ -264,7 +258,7 @@ func checkEvictionGuard(t *testing.T, cl *harness.Cluster, agent, unbound kubern
 	} else {
 		t.Logf("eviction of a pod on another node: refused: %v", err2)
 	}
-	err = evict(agent, "on-b", false)
+	err := evict(agent, "on-b", false)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
 		t.Errorf("eviction of a pod on another node: %v, want forbidden saying %q", err, want)
 	}

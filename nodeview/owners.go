@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -44,23 +45,35 @@ func (s *Server) ownsPodOnNode(ctx context.Context, namespace string, uid types.
 	return false, nil
 }
 
+// nodeOwner reads the controller name of namespace with get, and returns
+// it when it owns a pod on node; else the view's not-visible answer for gr.
+func nodeOwner[T metav1.Object](ctx context.Context, s *Server, gr schema.GroupResource, namespace, name, node string,
+	get func(context.Context, string, metav1.GetOptions) (T, error)) (T, error) {
+	var none T
+	obj, err := get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return none, errNotVisible(gr, namespace, name, node)
+	}
+	if err != nil {
+		return none, err
+	}
+	ok, err := s.ownsPodOnNode(ctx, namespace, obj.GetUID(), node)
+	if err != nil {
+		return none, err
+	}
+	if !ok {
+		return none, errNotVisible(gr, namespace, name, node)
+	}
+	return obj, nil
+}
+
 // getReplicaSet serves a ReplicaSet that owns a pod on the caller's node
 // (readmission keys a recommendation by its Deployment).
 func (s *Server) getReplicaSet(ctx context.Context, w http.ResponseWriter, r *http.Request, node string) error {
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	gr := appsv1.Resource("replicasets")
-	rs, err := s.reads.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return errNotVisible(gr, ns, name, node)
-	}
+	ns := r.PathValue("namespace")
+	rs, err := nodeOwner(ctx, s, appsv1.Resource("replicasets"), ns, r.PathValue("name"), node, s.reads.AppsV1().ReplicaSets(ns).Get)
 	if err != nil {
 		return err
-	}
-	if ok, err := s.ownsPodOnNode(ctx, ns, rs.UID, node); err != nil || !ok {
-		if err != nil {
-			return err
-		}
-		return errNotVisible(gr, ns, name, node)
 	}
 	stripMeta(&rs.ObjectMeta)
 	stripTemplate(&rs.Spec.Template)
@@ -72,20 +85,10 @@ func (s *Server) getReplicaSet(ctx context.Context, w http.ResponseWriter, r *ht
 // getJob serves a Job that owns a pod on the caller's node (readmission
 // reads its failure policy before it evicts the Job's pod).
 func (s *Server) getJob(ctx context.Context, w http.ResponseWriter, r *http.Request, node string) error {
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	gr := batchv1.Resource("jobs")
-	job, err := s.reads.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return errNotVisible(gr, ns, name, node)
-	}
+	ns := r.PathValue("namespace")
+	job, err := nodeOwner(ctx, s, batchv1.Resource("jobs"), ns, r.PathValue("name"), node, s.reads.BatchV1().Jobs(ns).Get)
 	if err != nil {
 		return err
-	}
-	if ok, err := s.ownsPodOnNode(ctx, ns, job.UID, node); err != nil || !ok {
-		if err != nil {
-			return err
-		}
-		return errNotVisible(gr, ns, name, node)
 	}
 	stripMeta(&job.ObjectMeta)
 	stripTemplate(&job.Spec.Template)

@@ -99,7 +99,7 @@ func (s *Server) inScope(p *corev1.Pod, sc scope, node string) bool {
 // visible says whether the caller of node may get p: one on its node, or a
 // pending pod asking for MIG (one it could be asked to make room for).
 func (s *Server) visible(p *corev1.Pod, node string) bool {
-	return p.Spec.NodeName == node || (isPending(p) && s.asksForMIG(p))
+	return s.inScope(p, onNode, node) || s.inScope(p, pending, node)
 }
 
 // listPods serves a list or a watch of pods (watch=true).

@@ -12,10 +12,9 @@ import (
 // Reviewer answers token reviews from a table: a known token is
 // authenticated for nodeview.Audience as its user; any other is not.
 type Reviewer struct {
-	mu     sync.Mutex
-	users  map[string]authv1.UserInfo
-	Err    error // when set, every review fails with it
-	called int
+	mu    sync.Mutex
+	users map[string]authv1.UserInfo
+	Err   error // when set, every review fails with it
 }
 
 var _ nodeview.Reviewer = (*Reviewer)(nil)
@@ -39,7 +38,6 @@ func (r *Reviewer) Agent(token, user, node string) {
 func (r *Reviewer) Review(_ context.Context, token string) (authv1.TokenReviewStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.called++
 	if r.Err != nil {
 		return authv1.TokenReviewStatus{}, r.Err
 	}
@@ -48,11 +46,4 @@ func (r *Reviewer) Review(_ context.Context, token string) (authv1.TokenReviewSt
 		return authv1.TokenReviewStatus{Error: "unknown token"}, nil
 	}
 	return authv1.TokenReviewStatus{Authenticated: true, User: u, Audiences: []string{nodeview.Audience}}, nil
-}
-
-// Calls is how many reviews were asked for.
-func (r *Reviewer) Calls() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.called
 }
