@@ -111,11 +111,6 @@ func (p *Partitioner) capacity(i int, st geometry.State) float64 {
 	return p.mix.wanted[i].Capacity(st, p.mix.weights[i])
 }
 
-// capacityOf is capacity on slot i as a function of the state.
-func (p *Partitioner) capacityOf(i int) func(geometry.State) float64 {
-	return func(st geometry.State) float64 { return p.capacity(i, st) }
-}
-
 // shapeWeights returns, per slot, each shape's weight: the mix weight of its
 // profiles, each divided by how many GPUs of the node offer it, times the
 // shape's compute slices. The caller holds p.mu.
