@@ -161,7 +161,7 @@ func (p *Partitioner) reuseOptions(profile string) []option {
 			if used < 0 {
 				committed, used = s.state(idle), s.state(nil).Slices
 			}
-			if c, ok := s.reuseCandidate(committed, r, weights[i], p.capacityOf(i), used); ok {
+			if c, ok := s.reuseCandidate(committed, r, weights[i], p.mix.wanted[i], used); ok {
 				c.NoDemand = p.mix.none()
 				out = append(out, option{c: c, slot: s, at: r.Placement, reuse: r, group: -1})
 			}
@@ -171,8 +171,8 @@ func (p *Partitioner) reuseOptions(profile string) []option {
 }
 
 // reuseCandidate scores reusing r as a placement into the slot's committed
-// (non-idle) state.
-func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []float64, capacity func(geometry.State) float64, used int) (Candidate, bool) {
+// (non-idle) state, its capacity weighed by weight for the wanted shapes.
+func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []float64, wanted *geometry.Wanted, used int) (Candidate, bool) {
 	o, ok := s.geo.OptionAt(r.Profile, r.Placement.Start)
 	if !ok {
 		return Candidate{}, false
@@ -182,7 +182,7 @@ func (s *slot) reuseCandidate(committed geometry.State, r *Instance, weight []fl
 	}
 	after := s.geo.Add(committed, o.Index)
 	return Candidate{GPU: r.GPU, Start: r.Placement.Start, Before: s.geo.Reachable(committed), After: s.geo.Reachable(after),
-		UsedSlices: used, Loss: capacity(committed) - capacity(after),
+		UsedSlices: used, Loss: wanted.Capacity(committed, weight) - wanted.Capacity(after, weight),
 		GPULoss: s.geo.Headroom(committed, weight) - s.geo.Headroom(after, weight)}, true
 }
 
@@ -312,7 +312,7 @@ func (p *Partitioner) RankReuse(profile string, uuids []string) []string {
 			if !want[r.UUID] || r.Profile != profile {
 				continue
 			}
-			if c, ok := s.reuseCandidate(committed, r, weights[i], p.capacityOf(i), used); ok {
+			if c, ok := s.reuseCandidate(committed, r, weights[i], p.mix.wanted[i], used); ok {
 				c.NoDemand = p.mix.none()
 				list = append(list, scored{r.UUID, c})
 			}

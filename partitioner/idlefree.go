@@ -66,9 +66,9 @@ func (p *Partitioner) freeOptions(profile string) []option {
 }
 
 // betterFree ranks an IdleAsFreePolicy's options: while nothing waits,
-// reuse before create; then least lost headroom, the GPU using more slices
-// (packGPU), least lost capacity (these three only with a mix to weigh),
-// reuse before create, fewest destroyed, then the policy's own order.
+// reuse before create; then Migpro's byLoss (least lost headroom, the GPU
+// using more slices, least lost capacity; only with a mix to weigh), reuse
+// before create, fewest destroyed, then the policy's own order.
 func (p *Partitioner) betterFree(a, b *option) bool {
 	// While nothing waits, an idle instance of the profile is reused
 	// before another is made: a create costs NVML time the request
@@ -80,14 +80,8 @@ func (p *Partitioner) betterFree(a, b *option) bool {
 	}
 	// With no mix to weigh the losses say nothing; the policy decides
 	// after destroys (Migpro then as Reachability).
-	if d := a.c.GPULoss - b.c.GPULoss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
-		return d < 0
-	}
-	if better, ok := packGPU(a.c, b.c); ok && !a.c.NoDemand {
+	if better, ok := byLoss(a.c, b.c); ok && !a.c.NoDemand {
 		return better
-	}
-	if d := a.c.Loss - b.c.Loss; !a.c.NoDemand && (d < -lossEpsilon || d > lossEpsilon) {
-		return d < 0
 	}
 	if (a.reuse != nil) != (b.reuse != nil) {
 		return a.reuse != nil

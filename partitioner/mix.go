@@ -111,14 +111,10 @@ func (p *Partitioner) capacity(i int, st geometry.State) float64 {
 	return p.mix.wanted[i].Capacity(st, p.mix.weights[i])
 }
 
-// capacityOf is capacity on slot i as a function of the state.
-func (p *Partitioner) capacityOf(i int) func(geometry.State) float64 {
-	return func(st geometry.State) float64 { return p.capacity(i, st) }
-}
-
 // shapeWeights returns, per slot, each shape's weight: the mix weight of its
 // profiles, each divided by how many GPUs of the node offer it, times the
-// shape's compute slices. The caller holds p.mu.
+// shape's compute slices. Slots share their vectors: they are read only.
+// The caller holds p.mu.
 func (p *Partitioner) shapeWeights() [][]float64 {
 	d := &p.mix
 	if d.weights != nil {
@@ -133,6 +129,12 @@ func (p *Partitioner) shapeWeights() [][]float64 {
 	d.weights = make([][]float64, len(p.slots))
 	d.wanted = make([]*geometry.Wanted, len(p.slots))
 	for i, s := range p.slots {
+		if i > 0 && s.geo == p.slots[i-1].geo {
+			// The weights and wanted shapes depend on the geometry
+			// alone: GPUs of one model share them.
+			d.weights[i], d.wanted[i] = d.weights[i-1], d.wanted[i-1]
+			continue
+		}
 		w := make([]float64, len(s.geo.Shapes))
 		var wanted geometry.ShapeSet
 		for _, sh := range s.geo.Shapes {

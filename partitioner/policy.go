@@ -109,14 +109,8 @@ func (Migpro) BetterReuse(a, b Candidate) bool {
 	if a.NoDemand {
 		return Reachability{}.BetterReuse(a, b)
 	}
-	if d := a.GPULoss - b.GPULoss; d < -lossEpsilon || d > lossEpsilon {
-		return d < 0
-	}
-	if better, ok := packGPU(a, b); ok {
+	if better, ok := byLoss(a, b); ok {
 		return better
-	}
-	if d := a.Loss - b.Loss; d < -lossEpsilon || d > lossEpsilon {
-		return d < 0
 	}
 	if a.GPU != b.GPU {
 		return a.GPU < b.GPU
@@ -175,14 +169,21 @@ func (Reachability) BetterReuse(a, b Candidate) bool {
 	return a.Start > b.Start
 }
 
-// packGPU orders two candidates on different GPUs by the slices their GPUs
-// already use, more first (see Migpro); ok is false when they are on one
-// GPU or use as many.
-func packGPU(a, b Candidate) (better, ok bool) {
-	if a.GPU == b.GPU || a.UsedSlices == b.UsedSlices {
-		return false, false
+// byLoss is Migpro's mix-weighted order: least lost headroom, then, on
+// different GPUs, the GPU already using more slices, then least lost
+// capacity (see Migpro); ok is false when all three tie. betterFree weighs
+// idle instances by the same rule.
+func byLoss(a, b Candidate) (better, ok bool) {
+	if d := a.GPULoss - b.GPULoss; d < -lossEpsilon || d > lossEpsilon {
+		return d < 0, true
 	}
-	return a.UsedSlices > b.UsedSlices, true
+	if a.GPU != b.GPU && a.UsedSlices != b.UsedSlices {
+		return a.UsedSlices > b.UsedSlices, true
+	}
+	if d := a.Loss - b.Loss; d < -lossEpsilon || d > lossEpsilon {
+		return d < 0, true
+	}
+	return false, false
 }
 
 // kept is the fraction of layouts a candidate keeps, as (numerator,

@@ -8,9 +8,8 @@ import (
 // placed is, per job, where its first run went: "GPU/profile@start".
 func placed(r *Result) map[string]string {
 	out := map[string]string{}
-	for i := len(r.Runs) - 1; i >= 0; i-- {
-		x := r.Runs[i]
-		out[x.Job] = fmt.Sprintf("%d/%s@%d", x.GPU, x.Profile, x.Start)
+	for job, x := range firstRuns(r) {
+		out[job] = fmt.Sprintf("%d/%s@%d", x.GPU, x.Profile, x.Start)
 	}
 	return out
 }

@@ -67,12 +67,21 @@ func chatsBehindBlockers() []Job {
 	}
 }
 
-// firstProfiles is, per job, the profile of its first run: r.Runs is in
-// the order runs ended, and a job's runs follow one another.
+// firstRuns is, per job, its first run: r.Runs is in the order runs ended,
+// and a job's runs follow one another.
+func firstRuns(r *Result) map[string]RunRecord {
+	first := map[string]RunRecord{}
+	for i := len(r.Runs) - 1; i >= 0; i-- {
+		first[r.Runs[i].Job] = r.Runs[i]
+	}
+	return first
+}
+
+// firstProfiles is, per job, the profile of its first run.
 func firstProfiles(r *Result) map[string]string {
 	first := map[string]string{}
-	for i := len(r.Runs) - 1; i >= 0; i-- {
-		first[r.Runs[i].Job] = r.Runs[i].Profile
+	for job, x := range firstRuns(r) {
+		first[job] = x.Profile
 	}
 	return first
 }

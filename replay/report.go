@@ -124,22 +124,16 @@ func WriteComparison(w io.Writer, results []*Result) error {
 	fmt.Fprintln(tw, "migpro policy vs other\tmakespan other/migpro\tmean JCT other/migpro")
 	// The migpro side is marked when its figure is the simulator's (the
 	// baselines are the simulator's models by name).
-	only := map[string]bool{}
+	starred := map[string]string{}
 	for _, r := range results {
-		only[r.Policy] = r.SimulatorOnly()
-	}
-	mark := func(name string) string {
-		if only[name] {
-			return name + " *"
-		}
-		return name
+		starred[r.Policy] = r.starred()
 	}
 	for _, c := range cmp {
-		fmt.Fprintf(tw, "%s vs %s\t%.2f×\t%.2f×\n", mark(c.Migpro), c.Other, c.Speedup, c.JCT)
+		fmt.Fprintf(tw, "%s vs %s\t%.2f×\t%.2f×\n", starred[c.Migpro], c.Other, c.Speedup, c.JCT)
 	}
 	for _, r := range results {
 		if r.Policy == "migpro" || r.Policy == "migpro+predict" {
-			fmt.Fprintf(tw, "%s vs lower bound\t%.2f× (%.0f%% above)\n", mark(r.Policy), r.Ratio, 100*(r.Ratio-1))
+			fmt.Fprintf(tw, "%s vs lower bound\t%.2f× (%.0f%% above)\n", r.starred(), r.Ratio, 100*(r.Ratio-1))
 		}
 	}
 	return tw.Flush()

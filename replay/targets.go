@@ -91,15 +91,34 @@ var (
 	Held3Seeds = []uint64{4, 5, 6}
 )
 
+// seedSet is a named seed set: its seeds and how a report's heading
+// describes it.
+type seedSet struct {
+	seeds []uint64
+	about string
+}
+
+// seedSetNamed is the named seed set of list ("" is tune).
+func seedSetNamed(list string) (seedSet, bool) {
+	set, ok := map[string]seedSet{
+		"":      {TuneSeeds, "tune: the fifteen tuning seeds"},
+		"tune":  {TuneSeeds, "tune: the fifteen tuning seeds"},
+		"valid": {ValidSeeds, "valid: fifteen seeds once held out, used since to choose between decision changes"},
+		"held":  {HeldSeeds, "held: the fifteen held-out seeds, never used to tune or to choose"},
+		"tune3": {Tune3Seeds, "tune3: the first three tuning seeds (the quick set)"},
+		"held3": {Held3Seeds, "held3: the earlier 3-seed held-out set, looked at since (tuning data now)"},
+	}[strings.TrimSpace(list)]
+	return set, ok
+}
+
 // TargetSeeds reads a seed set: "tune" or "" (TuneSeeds), "valid"
 // (ValidSeeds), "held" (HeldSeeds), "tune3" (Tune3Seeds), "held3"
 // (Held3Seeds) or a
 // comma-separated list of seeds and ranges (7,8,49-63), which may not name
 // a held-out seed.
 func TargetSeeds(list string) ([]uint64, error) {
-	named := map[string][]uint64{"": TuneSeeds, "tune": TuneSeeds, "valid": ValidSeeds, "held": HeldSeeds, "tune3": Tune3Seeds, "held3": Held3Seeds}
-	if seeds, ok := named[strings.TrimSpace(list)]; ok {
-		return append([]uint64(nil), seeds...), nil
+	if set, ok := seedSetNamed(list); ok {
+		return append([]uint64(nil), set.seeds...), nil
 	}
 	held := map[uint64]bool{}
 	for _, s := range HeldSeeds {
@@ -129,17 +148,8 @@ func TargetSeeds(list string) ([]uint64, error) {
 // SeedSetName describes a seed set for a report's heading: which named
 // set it is, or "a list".
 func SeedSetName(list string) string {
-	switch strings.TrimSpace(list) {
-	case "", "tune":
-		return "tune: the fifteen tuning seeds"
-	case "valid":
-		return "valid: fifteen seeds once held out, used since to choose between decision changes"
-	case "held":
-		return "held: the fifteen held-out seeds, never used to tune or to choose"
-	case "tune3":
-		return "tune3: the first three tuning seeds (the quick set)"
-	case "held3":
-		return "held3: the earlier 3-seed held-out set, looked at since (tuning data now)"
+	if set, ok := seedSetNamed(list); ok {
+		return set.about
 	}
 	return "a list"
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,13 +18,9 @@ func TestReplayJSONListsFragmentationWaits(t *testing.T) {
 	if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errs, code := replayCmd(t, "--csv", path, "--simulate", "a100-40gb:1", "--policies", "first-fit", "--output", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var rows []replayJSON
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 {
-		t.Fatalf("rows %+v, %v in %s", rows, err, out)
+	rows := replayRows(t, "--csv", path, "--simulate", "a100-40gb:1", "--policies", "first-fit")
+	if len(rows) != 1 {
+		t.Fatalf("rows %+v", rows)
 	}
 	w := rows[0].Fragmented
 	if len(w) != 1 || w[0].Job != "late" || len(w[0].GPUs) != 1 ||

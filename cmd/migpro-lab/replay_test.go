@@ -19,6 +19,21 @@ func replayCmd(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
+// replayRows runs replay with --output json and decodes its rows, failing
+// the test on a non-zero exit or JSON it cannot read.
+func replayRows(t *testing.T, args ...string) []replayJSON {
+	t.Helper()
+	out, errs, code := replayCmd(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errs)
+	}
+	var rows []replayJSON
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	return rows
+}
+
 // wallLine is the one line of output that depends on the machine.
 var wallLine = regexp.MustCompile(`(?m)^wall time: .*$`)
 
@@ -44,14 +59,7 @@ func TestReplayTable(t *testing.T) {
 }
 
 func TestReplayJSONAndPolicies(t *testing.T) {
-	out, errs, code := replayCmd(t, "--mix", "llm", "--jobs", "30", "--policies", "migpro,migpro+predict,static:3g+full", "--output", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var rows []replayJSON
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("%v in %s", err, out)
-	}
+	rows := replayRows(t, "--mix", "llm", "--jobs", "30", "--policies", "migpro,migpro+predict,static:3g+full")
 	if len(rows) != 3 || rows[0].Policy != "migpro" || rows[1].Policy != "migpro+predict" || rows[2].Policy != "static:3g+full" {
 		t.Fatalf("rows %+v", rows)
 	}
@@ -182,15 +190,8 @@ func TestReplaySimulateSpec(t *testing.T) {
 // Both reserve room for starving jobs and backfill the held slots
 // (reservations and backfills in the JSON; measured 4 and 11).
 func TestReplayPlanMovesTheQueue(t *testing.T) {
-	out, errs, code := replayCmd(t, "--mix", "online", "--jobs", "300", "--seed", "1", "--load", "0.9",
-		"--simulate", "a100-40gb:2", "--policies", "migpro+reserve,migpro+plan", "--output", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var rows []replayJSON
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("%v in %s", err, out)
-	}
+	rows := replayRows(t, "--mix", "online", "--jobs", "300", "--seed", "1", "--load", "0.9",
+		"--simulate", "a100-40gb:2", "--policies", "migpro+reserve,migpro+plan")
 	if len(rows) != 2 || rows[1].Policy != "migpro+plan" {
 		t.Fatalf("rows %+v", rows)
 	}
@@ -224,13 +225,9 @@ func TestReplayWidensJobsThatAskForMemory(t *testing.T) {
 		if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, errs, code := replayCmd(t, "--csv", path, "--simulate", "a100-40gb:1", "--policies", "migpro,migpro+plan", "--output", "json")
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errs)
-		}
-		var rows []replayJSON
-		if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
-			t.Fatalf("rows %+v, %v in %s", rows, err, out)
+		rows := replayRows(t, "--csv", path, "--simulate", "a100-40gb:1", "--policies", "migpro,migpro+plan")
+		if len(rows) != 2 {
+			t.Fatalf("rows %+v", rows)
 		}
 		migpro, plan := rows[0].MeanJCT, rows[1].MeanJCT
 		if named {

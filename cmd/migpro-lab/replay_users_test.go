@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,19 +25,6 @@ func openbPods(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func replayRows(t *testing.T, args ...string) []replayJSON {
-	t.Helper()
-	out, errs, code := replayCmd(t, append(args, "--output", "json")...)
-	if code != 0 {
-		t.Fatalf("%v: exit %d: %s", args, code, errs)
-	}
-	var rows []replayJSON
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("%v in %s", err, out)
-	}
-	return rows
 }
 
 // `migpro-lab replay --csv FILE` reads an OpenB pod list as it is, known by
