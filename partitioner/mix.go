@@ -105,7 +105,7 @@ func (d *mix) wants(profile string) bool {
 }
 
 // capacity is a slot's demand-weighted capacity in state st
-// (geometry.CapacityWanted with the slot's wanted shapes). The caller holds
+// (geometry.Wanted.Capacity with the slot's wanted shapes). The caller holds
 // p.mu and has called shapeWeights.
 func (p *Partitioner) capacity(i int, st geometry.State) float64 {
 	return p.mix.wanted[i].Capacity(st, p.mix.weights[i])

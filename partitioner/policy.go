@@ -18,7 +18,7 @@ type Candidate struct {
 	// Destroys is how many idle instances must go first.
 	Destroys int
 	// Loss is how much mix-weighted capacity the GPU loses (see
-	// geometry.Capacity, weighted by the node's request mix): the node's
+	// geometry.Wanted.Capacity, weighted by the node's request mix): the node's
 	// loss too, since no other GPU changes. It can be negative when
 	// destroying idle instances frees more than the new one takes.
 	Loss float64

@@ -16,7 +16,7 @@ type reachTable struct {
 	count   map[uint64]uint32 // valid counted state -> reachable maximal layouts
 	// weight is, per valid counted state, the sums over the maximal layouts
 	// reachable from it that demand-weighted capacity is built from (see
-	// Capacity).
+	// Wanted.Capacity).
 	weight map[uint64]*layoutSums
 }
 
@@ -168,28 +168,6 @@ func layoutWeight(g *Geometry, slices, slots int) float32 {
 	return float32(math.Pow(f, layoutPower))
 }
 
-// Capacity is the demand-weighted capacity left on a GPU in state s: over
-// every maximal layout reachable from s, the instances that layout would
-// still add, each shape's counted by weight[shape] (how much that shape is
-// wanted, times its slices), and each layout scaled by the share of the
-// GPU's compute slices and memory slots it uses (layoutWeight), so layouts
-// that strand room count less. Capacity counts every shape's instances as
-// use; CapacityWanted only the wanted shapes'.
-// The sum is divided by the number of maximal layouts of the empty GPU, so
-// an empty GPU's capacity is the mean over all its layouts and capacities of
-// GPUs of different models compare. Uncounted shapes and invalid states
-// have none.
-func (g *Geometry) Capacity(s State, weight []float64) float64 {
-	return g.CapacityWanted(s, weight, g.reach.all)
-}
-
-// CapacityWanted is Capacity with a layout's share of the GPU counted from
-// the instances of the wanted shapes only (see layoutWeight): room held by
-// a shape no one asks for is stranded room, not use.
-func (g *Geometry) CapacityWanted(s State, weight []float64, wanted ShapeSet) float64 {
-	return g.Wanting(wanted).Capacity(s, weight)
-}
-
 // Wanted weighs capacity for one set of wanted shapes (Geometry.Wanting).
 type Wanted struct {
 	g         *Geometry
@@ -203,8 +181,18 @@ func (g *Geometry) Wanting(wanted ShapeSet) *Wanted {
 	return &Wanted{g: g, set: wanted, unblocked: g.reach.tableFor(g, tableKey{wanted: wanted})}
 }
 
-// Capacity is Geometry.Capacity with the layouts weighed for the wanted
-// shapes.
+// Capacity is the demand-weighted capacity left on a GPU in state s: over
+// every maximal layout reachable from s, the instances that layout would
+// still add, each shape's counted by weight[shape] (how much that shape is
+// wanted, times its slices), and each layout scaled by the share of the
+// GPU's compute slices and memory slots that the wanted shapes' instances
+// use (layoutWeight): layouts that strand room count less, and room held by
+// a shape no one asks for is stranded room, not use. With every shape
+// wanted (Geometry.Wanting(all)) every instance counts as use.
+// The sum is divided by the number of maximal layouts of the empty GPU, so
+// an empty GPU's capacity is the mean over all its layouts and capacities of
+// GPUs of different models compare. Uncounted shapes and invalid states
+// have none.
 func (wn *Wanted) Capacity(s State, weight []float64) float64 {
 	g, c := wn.g, wn.g.reach
 	t := wn.unblocked

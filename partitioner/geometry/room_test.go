@@ -91,14 +91,11 @@ func TestCapacityCountsOnlyWantedShapesAsUse(t *testing.T) {
 	}
 	low, high := at(0, 4, 5), at(4, 5, 6)
 	all := g.ShapesOf(g.ProfileNames()...)
-	if a, b := g.CapacityWanted(low, weight, all), g.CapacityWanted(high, weight, all); a <= b {
+	every, asked := g.Wanting(all), g.Wanting(g.ShapesOf(plainSet...))
+	if a, b := every.Capacity(low, weight), every.Capacity(high, weight); a <= b {
 		t.Errorf("every shape wanted: capacity with a 1g at slot 0 %.4f, at slot 6 %.4f; want slot 0 ahead", a, b)
 	}
-	if g.Capacity(low, weight) != g.CapacityWanted(low, weight, all) {
-		t.Error("Capacity is not CapacityWanted with every shape wanted")
-	}
-	plain := g.ShapesOf(plainSet...)
-	if a, b := g.CapacityWanted(low, weight, plain), g.CapacityWanted(high, weight, plain); a >= b {
+	if a, b := asked.Capacity(low, weight), asked.Capacity(high, weight); a >= b {
 		t.Errorf("1g.10gb not wanted: capacity with a 1g at slot 0 %.4f, at slot 6 %.4f; want slot 6 ahead", a, b)
 	}
 }
