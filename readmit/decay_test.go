@@ -88,9 +88,9 @@ func TestRecordEndCountsRunsOfTheOwnersPods(t *testing.T) {
 // Counting a run that drops a rule makes only calls the agent's role allows.
 func TestAgentRBACCoversRecordEnd(t *testing.T) {
 	role := clusterRole(t, "../deploy/kubernetes/rbac-readmit.yaml", "migpro-agent-readmit")
-	cs, m := newMarker(t, testPod(true), replicaSet(rsName, rsUID))
+	cs, view, client, m := newAgentMarker(t, testPod(true), replicaSet(rsName, rsUID))
 	ctx := context.Background()
-	if _, err := (Store{Client: cs, ReadByPatch: true}).Record(ctx, ns, Controller{APIVersion: "apps/v1", Kind: "Deployment", Name: "train", UID: deployUID},
+	if _, err := (Store{Client: client, ReadByPatch: true}).Record(ctx, ns, Controller{APIVersion: "apps/v1", Kind: "Deployment", Name: "train", UID: deployUID},
 		Rule{Container: "main", From: res1g, To: res2g}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +106,7 @@ func TestAgentRBACCoversRecordEnd(t *testing.T) {
 		t.Fatalf("dropped %+v after %d fitting runs", dropped, DecayRuns)
 	}
 	checkActions(t, role, cs)
+	checkViewReads(t, view)
 	if _, ok := events(t, cs)[ReasonDecayed]; !ok {
 		t.Error("no ReadmitDecayed event")
 	}

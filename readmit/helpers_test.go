@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/migpro/migpro/internal/quietlog"
+	"github.com/migpro/migpro/nodeview"
 	"github.com/migpro/migpro/predictor"
 )
 
@@ -79,9 +80,28 @@ func newMarker(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *Marker) 
 		name := a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName()
 		return true, nil, cs.Tracker().Delete(a.GetResource(), a.GetNamespace(), name)
 	})
-	m := must(NewMarker(cs, WithNodeName(theNode), WithLogger(quietlog.New()), WithEvictBackoff(fastBackoff), WithMode(ModeEvict)))
+	return cs, markerOn(cs)
+}
+
+// markerOn is the tests' Marker (evict mode, fast backoff, a fixed clock) on
+// client.
+func markerOn(client Client) *Marker {
+	m := must(NewMarker(client, WithNodeName(theNode), WithLogger(quietlog.New()), WithEvictBackoff(fastBackoff), WithMode(ModeEvict)))
 	m.now = func() time.Time { return time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC) }
-	return cs, m
+	return m
+}
+
+// newAgentMarker is newMarker with the agent's client in the chart: reads
+// go through migpro-admission's node view (nodeview.ReadsThrough), the rest
+// to the API server. api records the calls made to the API server, view
+// those made to the view; the view serves api's objects.
+func newAgentMarker(t *testing.T, objs ...runtime.Object) (api, view *fake.Clientset, client Client, m *Marker) {
+	t.Helper()
+	api, _ = newMarker(t, objs...)
+	view = &fake.Clientset{}
+	view.AddReactor("*", "*", k8stesting.ObjectReaction(api.Tracker()))
+	client = nodeview.ReadsThrough(api, view)
+	return api, view, client, markerOn(client)
 }
 
 // count is how many actions match verb, resource and subresource.

@@ -148,11 +148,12 @@ func TestJobPodFailurePolicyRulesApplyInOrder(t *testing.T) {
 
 func TestAgentRBACCoversTheJobCheck(t *testing.T) {
 	role := clusterRole(t, "../deploy/kubernetes/rbac-readmit.yaml", "migpro-agent-readmit")
-	cs, m := newMarker(t, jobPod(), testJob(0, 0, true))
+	cs, view, _, m := newAgentMarker(t, jobPod(), testJob(0, 0, true))
 	if _, err := m.Handle(context.Background(), testMark()); err != nil {
 		t.Fatal(err)
 	}
 	checkActions(t, role, cs)
+	checkViewReads(t, view)
 }
 
 // A rule on a condition the pod already has matches it at its failure too;
