@@ -20,7 +20,8 @@
 // uses the in-cluster config. The certificate and key are re-read when their files change, so a rotated
 // Secret is picked up without a restart.
 //
-// Unless --node-view=false it also serves the node view (package nodeview)
+// Unless --node-view=false it also serves the node view (package nodeview;
+// --view-review-ttl: how long an agent token's review is trusted)
 // on GET /api/ and /apis/: each node agent, with a token of its
 // ServiceAccount bound to its node, reads there the pods of its node,
 // pending MIG pods and their owners, stripped of their environments, in

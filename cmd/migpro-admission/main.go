@@ -39,6 +39,7 @@ type options struct {
 	agentUser, clientCA                                          string
 	deviceClass                                                  string
 	nodeView                                                     bool
+	reviewTTL                                                    time.Duration
 }
 
 func newFlags(o *options) *flag.FlagSet {
@@ -52,6 +53,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.clientCA, "client-ca", "", "PEM CAs whose client certificates may post admission reviews (the API server's); empty: any client may, and learns the answers")
 	fs.StringVar(&o.deviceClass, "device-class", readmit.DefaultDeviceClass, "DeviceClass of every migpro DRA device: /mutate-claim moves a claim's request to the recommended profile on it")
 	fs.BoolVar(&o.nodeView, "node-view", true, "serve each node agent's reads of its node's pods, ReplicaSets, Jobs and Namespaces on /api/ and /apis/ (package nodeview; needs tokenreviews create, pods list/watch, jobs and namespaces get)")
+	fs.DurationVar(&o.reviewTTL, "view-review-ttl", nodeview.DefaultReviewTTL, "how long the node view trusts the API server's review of an agent's token before it asks again (0: review every read); a revoked token is refused at most this long after")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.format, "log-format", "text", "log format: text or json")
 	return fs
@@ -114,7 +116,7 @@ func run(args []string) error {
 	if o.nodeView {
 		// Agents authenticate with their token (TokenReview), not a client
 		// certificate: the view is not behind requireClient.
-		view, err := nodeview.New(cs, nodeview.TokenReviewer{Reviews: cs.AuthenticationV1().TokenReviews()}, o.agentUser,
+		view, err := nodeview.New(cs, nodeview.NewCachedReviewer(nodeview.TokenReviewer{Reviews: cs.AuthenticationV1().TokenReviews()}, o.reviewTTL), o.agentUser,
 			nodeview.WithDomain(o.domain), nodeview.WithLogger(log))
 		if err != nil {
 			return err

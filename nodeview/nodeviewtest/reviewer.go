@@ -34,6 +34,14 @@ func (r *Reviewer) Agent(token, user, node string) {
 	r.users[token] = u
 }
 
+// Forget makes token unknown, as the API server does once a token's pod or
+// ServiceAccount is deleted.
+func (r *Reviewer) Forget(token string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.users, token)
+}
+
 // Review looks token up.
 func (r *Reviewer) Review(_ context.Context, token string) (authv1.TokenReviewStatus, error) {
 	r.mu.Lock()
