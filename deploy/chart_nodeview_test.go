@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -12,7 +13,8 @@ import (
 // through migpro-admission's node view: its ClusterRoles grant no read of
 // pods, ReplicaSets, Jobs or Namespaces, its DaemonSet runs with
 // --node-view and a token of audience migpro-node-view, and the admission
-// role may review tokens and list and watch pods. With admission off, or
+// role may review tokens and list and watch pods, and remembers a review for
+// admission.nodeView.reviewTTL. With admission off, or
 // cert-manager and no CA ConfigMap, the agent keeps today's reads (issue 33
 // medium 6).
 func TestChartNodeView(t *testing.T) {
@@ -47,6 +49,7 @@ func TestChartNodeView(t *testing.T) {
 		{"admission off", []string{"--set", "admission.enabled=false"}, false},
 		{"cert-manager without a CA ConfigMap", []string{"--api-versions", "cert-manager.io/v1"}, false},
 		{"cert-manager with a CA ConfigMap", []string{"--api-versions", "cert-manager.io/v1", "--set", "admission.nodeView.caConfigMap=my-ca"}, true},
+		{"review every read", []string{"--set", "admission.nodeView.reviewTTL=0s"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := renderChart(t, tc.args...)
@@ -83,6 +86,15 @@ func TestChartNodeView(t *testing.T) {
 					if !slices.Contains(grants, want) {
 						t.Errorf("view on: the admission role lacks %s (has %v)", want, grants)
 					}
+				}
+				ttl := "10s"
+				if i := slices.Index(tc.args, "admission.nodeView.reviewTTL=0s"); i >= 0 {
+					ttl = "0s"
+				}
+				var dep appsv1.Deployment
+				r.decode(t, "Deployment/migpro-admission", &dep)
+				if got := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(got, "--view-review-ttl="+ttl) {
+					t.Errorf("view on: admission args %q, want --view-review-ttl=%s", got, ttl)
 				}
 				return
 			}

@@ -80,14 +80,14 @@ func (h *helm) run(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// freePort is the port of freeAddr.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := net.ResolveTCPAddr("tcp", freeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return addr.Port
 }
 
 // agentPod returns the DaemonSet's live pod on node and whether it is Ready.
