@@ -58,8 +58,9 @@ var dynamicBaselines = []string{"first-fit", "nvidia-dra", "hami"}
 // default), a limit as a Go duration ("30s", "2m": the agent's
 // --reserve-after), or a trial that is simulator only: "Kx" (the limit is K
 // times the mean run time finished so far), either with "+large" (only
-// requests for more than half a GPU reserve) and "+anynode" (nodes of fewer
-// than partitioner.MinReserveGPUs GPUs reserve too) appended.
+// requests for more than half a GPU reserve), "+anynode" (nodes of fewer
+// than partitioner.MinReserveGPUs GPUs reserve too) and "+near" (only while
+// a GPU has at most half its slices in use) appended to any limit.
 func ParseFrontierPoints(list string) ([]FrontierPoint, error) {
 	var out []FrontierPoint
 	seen := map[string]bool{}
@@ -96,8 +97,10 @@ func ParseFrontierPoints(list string) ([]FrontierPoint, error) {
 					s.ReserveLarge = true
 				case "anynode":
 					s.ReserveAnyNode = true
+				case "near":
+					s.ReserveNearEmpty = true
 				default:
-					return nil, fmt.Errorf("point %q: unknown trial %q (want large or anynode)", label, m)
+					return nil, fmt.Errorf("point %q: unknown trial %q (want large, anynode or near)", label, m)
 				}
 			}
 		}

@@ -107,11 +107,13 @@ type Strategy struct {
 	// is reserved before a run has finished. ReserveLarge limits the rule
 	// to requests for more than half of a GPU's compute slices (the 4g and
 	// 7g of issue 28's p95 target), and ReserveAnyNode lifts the
-	// partitioner.MinReserveGPUs limit. All three are trials of the
+	// partitioner.MinReserveGPUs limit; ReserveNearEmpty reserves only
+	// while some GPU that offers the profile has at most half its compute
+	// slices in use, so a drain is short. All four are trials of the
 	// reservation frontier (frontier.go), not the agent's rule: simulator
 	// only.
-	ReserveRunFactor             float64
-	ReserveLarge, ReserveAnyNode bool
+	ReserveRunFactor                               float64
+	ReserveLarge, ReserveAnyNode, ReserveNearEmpty bool
 	// PCIeAware prefers, for PCIe-heavy jobs, the GPU with the fewest
 	// PCIe-heavy runs.
 	PCIeAware bool

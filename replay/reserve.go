@@ -176,7 +176,7 @@ func (e *engine) reserveAsAgent() error {
 		return nil
 	}
 	n := e.reserveNode(w.Profile, !e.pol.ReserveAnyNode)
-	if n < 0 {
+	if n < 0 || (e.pol.ReserveNearEmpty && !e.nearEmpty(n, w.Profile)) {
 		return nil
 	}
 	rv, err := e.nodes[n].part.ReserveFor(w.Profile)
@@ -250,4 +250,15 @@ func (e *engine) expected(j *jobState) float64 {
 		return v
 	}
 	return e.profileRuns.overall()
+}
+
+// nearEmpty reports whether some GPU of node n that offers profile has at
+// most half its compute slices held (the ReserveNearEmpty trial).
+func (e *engine) nearEmpty(n int, profile string) bool {
+	for _, gs := range e.nodes[n].gpus {
+		if _, ok := gs.model.Profile(profile); ok && 2*gs.heldSlices <= gs.model.Slices {
+			return true
+		}
+	}
+	return false
 }
