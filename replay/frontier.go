@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,10 @@ type FrontierRow struct {
 	// Target is the point's row of issue 28's targets (nil for a
 	// baseline, which is what the targets are measured against).
 	Target *TargetRow
+	// seedJCT is the point's mean JCT per seed, and dynJCT each dynamic
+	// baseline's (the pooled figure's jackknife).
+	seedJCT []float64
+	dynJCT  [][]float64
 }
 
 // SimulatorOnly reports whether the point is not the agent's own code: a
@@ -170,6 +175,12 @@ func frontierRow(config string, mine policySums, base []policySums, target bool)
 		}
 	}
 	row.JCT = mine.jct / bestJCT
+	row.seedJCT = mine.perSeed
+	for i, name := range TargetBaselines {
+		if slices.Contains(dynamicBaselines, name) {
+			row.dynJCT = append(row.dynJCT, base[i].perSeed)
+		}
+	}
 	for _, size := range TargetSizes {
 		if best, _ := bestP95(base, size); best > 0 && mine.p95[size] > 0 {
 			row.P95[size] = mine.p95[size] / best
@@ -191,7 +202,10 @@ func frontierRow(config string, mine policySums, base []policySums, target bool)
 // of each ratio over the rows that have it, and, for a setting of the
 // rule, how many rows meet each of issue 28's targets.
 type FrontierPooled struct {
-	JCT            float64
+	// JCT is the geometric mean of the rows' mean JCT ÷ best dynamic
+	// baseline's, and JCTErr its jackknife standard error over the seeds
+	// (each left out of every row in turn; 0 with one seed).
+	JCT, JCTErr    float64
 	P95, P95Static map[string]float64
 	Rows           int
 	// JCTMet, FragMet and P95Met count the rows meeting the mean-JCT,
@@ -241,6 +255,7 @@ func (p FrontierPoint) PooledOver(keep func(FrontierRow) bool) FrontierPooled {
 		return math.Exp(sum / float64(n))
 	}
 	out.JCT = geo(func(r FrontierRow) (float64, bool) { return r.JCT, true })
+	out.JCTErr = pooledJCTErr(rows)
 	for _, size := range TargetSizes {
 		out.P95[size] = geo(func(r FrontierRow) (float64, bool) { v, ok := r.P95[size]; return v, ok })
 		out.P95Static[size] = geo(func(r FrontierRow) (float64, bool) { v, ok := r.P95Static[size]; return v, ok })
@@ -272,4 +287,51 @@ func (p FrontierPoint) PooledOver(keep func(FrontierRow) bool) FrontierPooled {
 		out.StepsPerJob, out.DRASteps = float64(steps)/float64(runs), float64(draSteps)/float64(draRuns)
 	}
 	return out
+}
+
+// pooledJCTErr is the jackknife standard error of the pooled mean-JCT
+// ratio: the geometric mean over the rows recomputed with each seed left
+// out of every row (the best dynamic baseline chosen anew each time). Zero
+// with fewer than two seeds or rows without per-seed figures.
+func pooledJCTErr(rows []FrontierRow) float64 {
+	if len(rows) == 0 {
+		return 0
+	}
+	n := len(rows[0].seedJCT)
+	for _, r := range rows {
+		if len(r.seedJCT) != n || len(r.dynJCT) == 0 {
+			return 0
+		}
+	}
+	if n < 2 {
+		return 0
+	}
+	sum := func(v []float64, skip int) float64 {
+		t := 0.0
+		for i, x := range v {
+			if i != skip {
+				t += x
+			}
+		}
+		return t
+	}
+	theta := make([]float64, n)
+	mean := 0.0
+	for k := 0; k < n; k++ {
+		logs := 0.0
+		for _, r := range rows {
+			best := math.Inf(1)
+			for _, d := range r.dynJCT {
+				best = math.Min(best, sum(d, k))
+			}
+			logs += math.Log(sum(r.seedJCT, k) / best)
+		}
+		theta[k] = math.Exp(logs / float64(len(rows)))
+		mean += theta[k] / float64(n)
+	}
+	ss := 0.0
+	for _, t := range theta {
+		ss += (t - mean) * (t - mean)
+	}
+	return math.Sqrt(float64(n-1) / float64(n) * ss)
 }

@@ -56,12 +56,16 @@ func writePooled(b *strings.Builder, title string, points []FrontierPoint, keep 
 	if len(points) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "%s (%d rows; geometric mean of each row's ratio, every ratio of sums over the seeds; * simulator only):\n\n", title, points[0].PooledOver(keep).Rows)
+	fmt.Fprintf(b, "%s (%d rows; geometric mean of each row's ratio, every ratio of sums over the seeds, ± its jackknife standard error over the seeds; * simulator only):\n\n", title, points[0].PooledOver(keep).Rows)
 	b.WriteString("| point | mean JCT ÷ best dynamic baseline | 4g p95 ÷ best baseline (÷ static) | 7g p95 ÷ best baseline (÷ static) | rows met: mean JCT / frag waits / p95 4g+7g / 7g alone | NVML steps per job |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, p := range points {
 		q := p.PooledOver(keep)
-		fmt.Fprintf(b, "| %s | %.3f |", frontierLabel(p), q.JCT)
+		if q.JCTErr > 0 {
+			fmt.Fprintf(b, "| %s | %.3f ± %.3f |", frontierLabel(p), q.JCT, q.JCTErr)
+		} else {
+			fmt.Fprintf(b, "| %s | %.3f |", frontierLabel(p), q.JCT)
+		}
 		for _, size := range TargetSizes {
 			fmt.Fprintf(b, " %s (%s) |", ratioCell(q.P95[size]), ratioCell(q.P95Static[size]))
 		}
