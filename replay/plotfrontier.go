@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -17,9 +18,10 @@ import (
 // every configuration and over the rows where static sets the 7g bar
 // (FrontierRow.StaticBar): each point's 7g p95 start ÷ the best baseline's
 // across, its mean JCT ÷ the best dynamic baseline's up. The settings of
-// the agent's rule are joined by a line from the shortest limit to never; trials and
-// baselines (simulator only, marked *) stand alone. The dashed lines are
-// the targets: the 7g p95 at 1 and mean JCT within 1%.
+// the agent's rule are joined by a line from the shortest limit to never,
+// and each family of trials (simulator only, marked *) by its own line;
+// the baselines (simulator only) stand alone. The dashed lines are the
+// targets: the 7g p95 at 1 and mean JCT within 1%.
 func PlotFrontier(path, title string, points []FrontierPoint) error {
 	if len(points) == 0 {
 		return fmt.Errorf("plot frontier: no points")
@@ -58,8 +60,11 @@ func frontierPanel(title string, points []FrontierPoint, keep func(FrontierRow) 
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.X.Label.Text = "7g p95 arrival-to-start ÷ best baseline's (geometric mean over configurations)"
 	p.Y.Label.Text = "mean JCT ÷ best dynamic baseline's"
-	var agent, trial, base plotter.XYs
-	var agentL, trialL, baseL []string
+	var agent, base plotter.XYs
+	var agentL, baseL []string
+	trials := map[string]plotter.XYs{}
+	trialL := map[string][]string{}
+	var families []string
 	xmin, xmax, ymin, ymax := 1.0, 1.0, 1.0, 1.01
 	for _, pt := range byLimit(points) {
 		q := pt.PooledOver(keep)
@@ -73,7 +78,11 @@ func frontierPanel(title string, points []FrontierPoint, keep func(FrontierRow) 
 		case pt.Baseline:
 			base, baseL = append(base, xy), append(baseL, label)
 		case pt.SimulatorOnly():
-			trial, trialL = append(trial, xy), append(trialL, label)
+			f := trialFamily(pt)
+			if _, ok := trials[f]; !ok {
+				families = append(families, f)
+			}
+			trials[f], trialL[f] = append(trials[f], xy), append(trialL[f], label)
 		default:
 			agent, agentL = append(agent, xy), append(agentL, label)
 		}
@@ -124,8 +133,10 @@ func frontierPanel(title string, points []FrontierPoint, keep func(FrontierRow) 
 	if err := add(agent, agentL, "migpro, reserve after (the agent's rule)", colour(0), draw.CircleGlyph{}, true); err != nil {
 		return nil, err
 	}
-	if err := add(trial, trialL, "trials of the rule (simulator only)", colour(1), draw.TriangleGlyph{}, false); err != nil {
-		return nil, err
+	for i, f := range families {
+		if err := add(trials[f], trialL[f], "trial "+f+" (simulator only)", colour(3+i), draw.TriangleGlyph{}, len(trials[f]) > 1); err != nil {
+			return nil, err
+		}
 	}
 	if err := add(base, baseL, "baselines (simulator only)", colour(2), draw.BoxGlyph{}, false); err != nil {
 		return nil, err
@@ -136,14 +147,31 @@ func frontierPanel(title string, points []FrontierPoint, keep func(FrontierRow) 
 	return p, nil
 }
 
+// trialFamily names a trial's family, its label without the limit:
+// "Kx+large" for 4x+large, "+near" for 30m+near; a family is joined by a
+// line, by limit.
+func trialFamily(p FrontierPoint) string {
+	_, mods, _ := strings.Cut(p.Label, "+")
+	f := "limit"
+	if p.Strategy.ReserveRunFactor > 0 {
+		f = "Kx"
+	}
+	if mods != "" {
+		f += "+" + mods
+	}
+	return f
+}
+
 // byLimit is the points with the settings of the agent's rule sorted by
 // their limit, never last, and the others after them as given.
 func byLimit(points []FrontierPoint) []FrontierPoint {
 	out := append([]FrontierPoint(nil), points...)
 	limit := func(p FrontierPoint) float64 {
 		switch {
-		case p.SimulatorOnly():
+		case p.Baseline:
 			return math.Inf(1)
+		case p.Strategy.ReserveRunFactor > 0:
+			return p.Strategy.ReserveRunFactor // trials: within their family
 		case p.Strategy.ReserveAfter == 0:
 			return math.MaxFloat64
 		}
