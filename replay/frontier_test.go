@@ -6,7 +6,7 @@ import "testing"
 // policy migpro+reserve-after itself, and "never" is migpro; the trials are
 // marked simulator only, and the agent's settings are not.
 func TestFrontierPointsAreTheAgentsRule(t *testing.T) {
-	pts, err := ParseFrontierPoints("0, 2m,30s,4x,2m+large,1m+anynode")
+	pts, err := ParseFrontierPoints("0, 2m,30s,4x,2m+large,1m+anynode,10m+near")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +36,9 @@ func TestFrontierPointsAreTheAgentsRule(t *testing.T) {
 	}
 	if s := pts[5].Strategy; !s.ReserveAnyNode || s.ReserveLarge {
 		t.Errorf("1m+anynode: %+v", s)
+	}
+	if s := pts[6].Strategy; !s.ReserveNearEmpty || s.ReserveAfter != 600 {
+		t.Errorf("10m+near: %+v", s)
 	}
 }
 
