@@ -59,3 +59,32 @@ func TestFrontierPooledIsTheGeometricMean(t *testing.T) {
 		t.Errorf("pooled where static sets the bar %+v, want the 4-GPU row alone", bar)
 	}
 }
+
+// The +near trial acts: on four busy A100s it reserves, and less often
+// than the rule at the same limit (only while a GPU is at most half in
+// use).
+func TestFrontierTrialsAct(t *testing.T) {
+	m, err := LoadModel("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := Generate(MixSpec{Name: "online", Jobs: 600, Seed: 2, Load: 0.9, GPUs: 4}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := ParseFrontierPoints("2m,2m+near")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []int
+	for _, p := range pts {
+		r, err := Run(jobs, Config{Model: "a100-40gb", Nodes: 1, GPUsPerNode: 4, Seed: 2}, p.Strategy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = append(n, r.Reservations)
+	}
+	if n[1] == 0 || n[1] >= n[0] {
+		t.Errorf("reservations: %d at 2m, %d at 2m+near; want some, and fewer with +near", n[0], n[1])
+	}
+}
