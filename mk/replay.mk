@@ -57,6 +57,24 @@ replay-targets: build
 	$(REPLAY) --targets --seeds $(TARGET_SEEDS) --openb "$(MIGPRO_OPENB_DIR)" > $(REPLAY_OUT)/targets.txt
 	@cat $(REPLAY_OUT)/targets.txt
 
+# The reservation frontier (docs/replay-frontier.md): the agent's
+# --reserve-after at each limit of FRONTIER_POINTS in migpro's place, against
+# the baselines, on TARGET_SEEDS; the table in frontier.txt and the chart
+# frontier.png under REPLAY_OUT. FRONTIER_TRIALS adds the trials of the rule
+# (simulator only) in frontier-trials.txt and frontier-trials/.
+FRONTIER_POINTS ?= 0,30s,1m,2m,5m,10m,20m
+FRONTIER_TRIALS ?=
+.PHONY: replay-frontier
+replay-frontier: build
+	@mkdir -p $(REPLAY_OUT)
+	$(REPLAY) --targets --seeds $(TARGET_SEEDS) --openb "$(MIGPRO_OPENB_DIR)" --sweep-reserve-after $(FRONTIER_POINTS) \
+		--plot $(REPLAY_OUT) > $(REPLAY_OUT)/frontier.txt
+	@cat $(REPLAY_OUT)/frontier.txt
+	@if [ -n "$(FRONTIER_TRIALS)" ]; then \
+		$(REPLAY) --targets --seeds $(TARGET_SEEDS) --openb "$(MIGPRO_OPENB_DIR)" --sweep-reserve-after $(FRONTIER_TRIALS) \
+			--plot $(REPLAY_OUT)/frontier-trials > $(REPLAY_OUT)/frontier-trials.txt || exit 1; \
+		cat $(REPLAY_OUT)/frontier-trials.txt; fi
+
 # One core, as the 5,000-job / 160-GPU target is stated.
 replay-bench:
 	$(GO) test -run '^$$' -bench Stream -benchtime 1x -cpu 1 ./replay/

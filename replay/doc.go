@@ -48,11 +48,15 @@
 // fragmentation waits and each GPU's stranded slices over time (metrics.go,
 // plotstrand.go). Issue 28's targets are measured per configuration over
 // a seed set (targets.go) and judged target by target, naming the baseline
-// that wins each row missed and the seeds' noise (targetsum.go). A result
+// that wins each row missed and the seeds' noise (targetsum.go). The
+// reservation frontier replays the agent's --reserve-after at every limit
+// of a list against the same baselines, with simulator-only trials of
+// other rules (frontier.go, frontierout.go, plotfrontier.go). A result
 // on more than one node is simulator only whatever its policy, since the
 // node is the replay's choice (Result.SimulatorOnly).
 //
 // docs/replay.md is the entry page (the targets against the baselines);
 // docs/replay-workloads.md has the workload mixes, the CSV format and the
-// metrics, docs/replay-policies.md the policies.
+// metrics, docs/replay-policies.md the policies, docs/replay-frontier.md
+// the reservation frontier.
 package replay

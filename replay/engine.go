@@ -238,6 +238,9 @@ func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error
 		if pol.ReserveAfter > 0 {
 			e.res.Detail += fmt.Sprintf(", reserves after %g s (--reserve-after)", pol.ReserveAfter)
 		}
+		if pol.ReserveRunFactor > 0 {
+			e.res.Detail += fmt.Sprintf(", reserves after %g× the mean run", pol.ReserveRunFactor)
+		}
 		if pol.Order != Backfill {
 			e.res.Detail += ", " + pol.Order.String()
 		}

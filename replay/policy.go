@@ -101,6 +101,19 @@ type Strategy struct {
 	// a local caller (partitioner.Starving, on nodes of
 	// partitioner.MinReserveGPUs GPUs or more), with no backfill over it.
 	ReserveAfter float64
+	// ReserveRunFactor, when set, makes the limit of the agent's rule k
+	// times the mean run time of the runs finished so far (at least
+	// ReserveAfter), so it follows how long the node's runs last; nothing
+	// is reserved before a run has finished. ReserveLarge limits the rule
+	// to requests for more than half of a GPU's compute slices (the 4g and
+	// 7g of issue 28's p95 target), and ReserveAnyNode lifts the
+	// partitioner.MinReserveGPUs limit; ReserveNearEmpty reserves only
+	// while some GPU that offers the profile has at most half its compute
+	// slices in use, so a drain is short. All four are trials of the
+	// reservation frontier (frontier.go), not the agent's rule: simulator
+	// only.
+	ReserveRunFactor                               float64
+	ReserveLarge, ReserveAnyNode, ReserveNearEmpty bool
 	// PCIeAware prefers, for PCIe-heavy jobs, the GPU with the fewest
 	// PCIe-heavy runs.
 	PCIeAware bool

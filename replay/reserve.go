@@ -133,7 +133,7 @@ func (e *engine) reserveNode(profile string, agentRule bool) int {
 // has the replay's own rule (Reserve) or serves strictly in order.
 func (e *engine) agentReserves() bool {
 	d, ok := e.pl.(*dynamic)
-	return ok && d.holding && e.pol.ReserveAfter > 0 && !e.pol.Reserve && e.pol.Order != FIFO
+	return ok && d.holding && (e.pol.ReserveAfter > 0 || e.pol.ReserveRunFactor > 0) && !e.pol.Reserve && e.pol.Order != FIFO
 }
 
 // reserveAsAgent is the agent's reservation rule over the wait queue, each
@@ -153,19 +153,30 @@ func (e *engine) reserveAsAgent() error {
 			return fmt.Errorf("node %d: %w", r.node, err)
 		}
 	}
+	after := e.pol.ReserveAfter
+	if k := e.pol.ReserveRunFactor; k > 0 {
+		mean := e.profileRuns.overall()
+		if mean == 0 {
+			return nil // no run has finished: no measure of how long they last
+		}
+		after = max(after, k*mean)
+	}
 	waiters := make([]partitioner.Waiter, 0, len(e.queue))
 	byKey := make(map[string]*jobState, len(e.queue))
 	for _, j := range e.queue {
+		if e.pol.ReserveLarge && 2*j.profile.Slices <= e.model.Slices {
+			continue
+		}
 		k := fmt.Sprintf("%09d", j.idx)
 		byKey[k] = j
 		waiters = append(waiters, partitioner.Waiter{Key: k, Profile: j.profile.Name, Since: simTime(j.waitSince)})
 	}
-	w, ok := partitioner.Starving(simTime(e.now), waiters, time.Duration(e.pol.ReserveAfter*float64(time.Second)))
+	w, ok := partitioner.Starving(simTime(e.now), waiters, time.Duration(after*float64(time.Second)))
 	if !ok {
 		return nil
 	}
-	n := e.reserveNode(w.Profile, true)
-	if n < 0 {
+	n := e.reserveNode(w.Profile, !e.pol.ReserveAnyNode)
+	if n < 0 || (e.pol.ReserveNearEmpty && !e.nearEmpty(n, w.Profile)) {
 		return nil
 	}
 	rv, err := e.nodes[n].part.ReserveFor(w.Profile)
@@ -239,4 +250,15 @@ func (e *engine) expected(j *jobState) float64 {
 		return v
 	}
 	return e.profileRuns.overall()
+}
+
+// nearEmpty reports whether some GPU of node n that offers profile has at
+// most half its compute slices held (the ReserveNearEmpty trial).
+func (e *engine) nearEmpty(n int, profile string) bool {
+	for _, gs := range e.nodes[n].gpus {
+		if _, ok := gs.model.Profile(profile); ok && 2*gs.heldSlices <= gs.model.Slices {
+			return true
+		}
+	}
+	return false
 }

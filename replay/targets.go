@@ -208,77 +208,134 @@ func (r TargetRow) P95Met() bool {
 // Targets replays one configuration under the policy and every baseline for
 // each seed and sums the figures.
 func Targets(c TargetConfig, seeds []uint64, pol Strategy) (TargetRow, error) {
+	tc, err := newTargetCase(c, seeds)
+	if err != nil {
+		return TargetRow{}, err
+	}
+	base, err := tc.baselines()
+	if err != nil {
+		return TargetRow{}, err
+	}
+	mine, err := tc.run(pol)
+	if err != nil {
+		return TargetRow{}, err
+	}
+	return targetRow(c.Name, mine, base), nil
+}
+
+// targetCase is one configuration with its jobs drawn for every seed, so
+// several policies replay the same streams.
+type targetCase struct {
+	c     TargetConfig
+	gpus  int
+	seeds []uint64
+	jobs  [][]Job
+}
+
+func newTargetCase(c TargetConfig, seeds []uint64) (*targetCase, error) {
 	m, err := LoadModel(c.Node)
 	if err != nil {
-		return TargetRow{}, fmt.Errorf("%s: %w", c.Name, err)
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	gpus := c.GPUs
+	tc := &targetCase{c: c, gpus: c.GPUs, seeds: seeds}
 	if m.GPUsPerNode() > 0 {
-		gpus = m.GPUsPerNode()
-	}
-	strategies := []Strategy{pol}
-	for _, name := range TargetBaselines {
-		ps, err := ParsePolicies(name)
-		if err != nil {
-			return TargetRow{}, fmt.Errorf("%s: baseline %s: %w", c.Name, name, err)
-		}
-		strategies = append(strategies, ps[0])
-	}
-	jct := make([]float64, len(strategies))
-	perSeed := make([][]float64, len(strategies)) // mean JCT per seed
-	steps, runs, frag := make([]int, len(strategies)), make([]int, len(strategies)), make([]int, len(strategies))
-	p95 := make([]map[string]float64, len(strategies))
-	for i := range p95 {
-		p95[i] = map[string]float64{}
+		tc.gpus = m.GPUsPerNode()
 	}
 	for _, seed := range seeds {
 		jobs, err := c.Jobs(m, seed)
 		if err != nil {
-			return TargetRow{}, fmt.Errorf("%s seed %d: %w", c.Name, seed, err)
+			return nil, fmt.Errorf("%s seed %d: %w", c.Name, seed, err)
 		}
-		for i, s := range strategies {
-			r, err := Run(jobs, Config{Model: c.Node, Nodes: 1, GPUsPerNode: gpus, Seed: int64(seed)}, s)
-			if err != nil {
-				return TargetRow{}, fmt.Errorf("%s seed %d: %s: %w", c.Name, seed, s.Name, err)
-			}
-			jct[i] += r.MeanJCT
-			perSeed[i] = append(perSeed[i], r.MeanJCT)
-			steps[i] += r.Reconfigs
-			runs[i] += len(r.Runs)
-			frag[i] += r.Fragmented
-			for _, size := range TargetSizes {
-				if w, ok := r.StartWait(size); ok {
-					p95[i][size] += w.P95
-				}
+		tc.jobs = append(tc.jobs, jobs)
+	}
+	return tc, nil
+}
+
+// policySums is one policy's figures on one configuration, summed over the
+// seeds.
+type policySums struct {
+	name              string
+	jct               float64
+	perSeed           []float64 // mean JCT per seed
+	steps, runs, frag int
+	p95               map[string]float64 // summed p95 arrival-to-start per size
+}
+
+// run replays every seed's jobs under s.
+func (tc *targetCase) run(s Strategy) (policySums, error) {
+	sum := policySums{name: s.Name, p95: map[string]float64{}}
+	for i, seed := range tc.seeds {
+		r, err := Run(tc.jobs[i], Config{Model: tc.c.Node, Nodes: 1, GPUsPerNode: tc.gpus, Seed: int64(seed)}, s)
+		if err != nil {
+			return policySums{}, fmt.Errorf("%s seed %d: %s: %w", tc.c.Name, seed, s.Name, err)
+		}
+		sum.jct += r.MeanJCT
+		sum.perSeed = append(sum.perSeed, r.MeanJCT)
+		sum.steps += r.Reconfigs
+		sum.runs += len(r.Runs)
+		sum.frag += r.Fragmented
+		for _, size := range TargetSizes {
+			if w, ok := r.StartWait(size); ok {
+				sum.p95[size] += w.P95
 			}
 		}
 	}
-	row := TargetRow{Config: c.Name, JCT: map[string]float64{}, JCTErr: map[string]float64{}, P95: map[string]float64{}, P95Best: map[string]string{}, Frag: frag[0]}
+	return sum, nil
+}
+
+// baselines replays every seed under each of TargetBaselines, in order.
+func (tc *targetCase) baselines() ([]policySums, error) {
+	var out []policySums
+	for _, name := range TargetBaselines {
+		ps, err := ParsePolicies(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: baseline %s: %w", tc.c.Name, name, err)
+		}
+		sum, err := tc.run(ps[0])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
+// targetRow is the row of the policy's sums against the baselines' (in the
+// order of TargetBaselines).
+func targetRow(config string, mine policySums, base []policySums) TargetRow {
+	row := TargetRow{Config: config, JCT: map[string]float64{}, JCTErr: map[string]float64{}, P95: map[string]float64{}, P95Best: map[string]string{}, Frag: mine.frag}
 	for i, name := range TargetBaselines {
-		row.JCT[name] = jct[i+1] / jct[0]
-		row.JCTErr[name] = jackknifeRatio(perSeed[i+1], perSeed[0])
+		b := base[i]
+		row.JCT[name] = b.jct / mine.jct
+		row.JCTErr[name] = jackknifeRatio(b.perSeed, mine.perSeed)
 		switch name {
 		case "nvidia-dra":
-			row.DRASteps = float64(steps[i+1]) / float64(runs[i+1])
-			row.DRAStepCount, row.DRARunCount = steps[i+1], runs[i+1]
+			row.DRASteps = float64(b.steps) / float64(b.runs)
+			row.DRAStepCount, row.DRARunCount = b.steps, b.runs
 		case "first-fit":
-			row.FirstFitFrag = frag[i+1]
+			row.FirstFitFrag = b.frag
 		}
 	}
-	row.Steps = float64(steps[0]) / float64(runs[0])
-	row.StepCount, row.RunCount = steps[0], runs[0]
+	row.Steps = float64(mine.steps) / float64(mine.runs)
+	row.StepCount, row.RunCount = mine.steps, mine.runs
 	for _, size := range TargetSizes {
-		best, by := -1.0, ""
-		for i := 1; i < len(strategies); i++ {
-			if v := p95[i][size]; v > 0 && (best < 0 || v < best) {
-				best, by = v, strategies[i].Name
-			}
-		}
-		if best > 0 {
-			row.P95[size], row.P95Best[size] = p95[0][size]/best, by
+		if best, by := bestP95(base, size); best > 0 {
+			row.P95[size], row.P95Best[size] = mine.p95[size]/best, by
 		}
 	}
-	return row, nil
+	return row
+}
+
+// bestP95 is the lowest summed p95 start of size among the baselines that
+// started such requests, and which baseline it is; 0 when none did.
+func bestP95(base []policySums, size string) (float64, string) {
+	best, by := -1.0, ""
+	for _, b := range base {
+		if v := b.p95[size]; v > 0 && (best < 0 || v < best) {
+			best, by = v, b.name
+		}
+	}
+	return max(best, 0), by
 }
 
 // jackknifeRatio is the jackknife standard error of sum(num)/sum(den) over

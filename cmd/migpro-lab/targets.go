@@ -21,14 +21,25 @@ func (opt *replayOptions) runTargets(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return ctl.Usagef("unexpected argument %q; %s", args[0], replayUsage)
 	}
+	sweep := cmd.Flags().Changed("sweep-reserve-after")
 	for _, name := range []string{"mix", "csv", "jobs", "seed", "load", "simulate", "gpu", "gpus", "nodes", "plot", "write-csv"} {
-		if cmd.Flags().Changed(name) {
+		if cmd.Flags().Changed(name) && (name != "plot" || !sweep) {
 			return ctl.Usagef("--targets replays its own configurations; drop --%s", name)
 		}
 	}
 	seeds, err := replay.TargetSeeds(opt.seeds)
 	if err != nil {
 		return ctl.Usagef("--seeds: %v", err)
+	}
+	if opt.openbDir != "" {
+		for _, f := range []string{"openb_pod_list_default.csv", "openb_pod_list_gpushare20.csv"} {
+			if _, err := os.Stat(filepath.Join(opt.openbDir, f)); err != nil {
+				return ctl.Usagef("--openb %s: %v", opt.openbDir, err)
+			}
+		}
+	}
+	if sweep {
+		return opt.runFrontier(cmd, seeds)
 	}
 	name := "migpro"
 	if cmd.Flags().Changed("policies") {
@@ -37,13 +48,6 @@ func (opt *replayOptions) runTargets(cmd *cobra.Command, args []string) error {
 	ps, err := replay.ParsePolicies(name)
 	if err != nil || len(ps) != 1 {
 		return ctl.Usagef("--policies %q: --targets measures one policy against the baselines (%v)", name, err)
-	}
-	if opt.openbDir != "" {
-		for _, f := range []string{"openb_pod_list_default.csv", "openb_pod_list_gpushare20.csv"} {
-			if _, err := os.Stat(filepath.Join(opt.openbDir, f)); err != nil {
-				return ctl.Usagef("--openb %s: %v", opt.openbDir, err)
-			}
-		}
 	}
 	start := time.Now()
 	var rows []replay.TargetRow
