@@ -103,6 +103,7 @@ func tallyShapes(t *testing.T, shapes []sealedShape, off uint64) (tallyLine, []s
 			row := ShapeRow{Shape: s.Name, Hz: hz, Seeds: shapeSeeds, Growing: s.Growing, Horizon: s.WithHorizon}
 			var leads, ways []float64
 			var marks []string
+			srcs := map[string]int{}
 			for seed := range uint64(shapeSeeds) {
 				run := s.Generate(seed+off, hz)
 				res, err := Score(run.Trace, Options{Config: predictor.ForSeconds(predictor.Config{Capacity: run.Capacity, Horizon: run.Horizon})})
@@ -117,12 +118,16 @@ func tallyShapes(t *testing.T, shapes []sealedShape, off uint64) (tallyLine, []s
 				if res.OOM != nil {
 					oom = *res.OOM
 				}
+				if res.Decision != nil {
+					srcs[string(res.Decision.Reason)]++
+				}
 				if row.tally(res, oom, &leads, &ways) {
 					m := "-"
 					if res.Decision != nil {
 						m = fmt.Sprintf("%.1f:%s", res.Decision.At, res.Decision.Reason)
 					}
 					marks = append(marks, fmt.Sprintf("%d@%s", seed, m))
+
 				}
 			}
 			row.summarize(leads, ways)
@@ -145,8 +150,8 @@ func tallyShapes(t *testing.T, shapes []sealedShape, off uint64) (tallyLine, []s
 			if shapeMiss(row) != "" {
 				l.missing++
 			}
-			lines = append(lines, fmt.Sprintf("%s@%g fm=%d miss=%d late=%d q=%d minlead=%.1f medlead=%.1f maxway=%.2f bad=%s",
-				s.Name, hz, row.FalseMarks, row.Missed, row.Late, row.OverQuarter, row.MinLead, row.MedianLead, row.MaxWay, strings.Join(marks, ",")))
+			lines = append(lines, fmt.Sprintf("%s@%g fm=%d miss=%d late=%d q=%d minlead=%.1f medlead=%.1f maxway=%.2f src=%v bad=%s",
+				s.Name, hz, row.FalseMarks, row.Missed, row.Late, row.OverQuarter, row.MinLead, row.MedianLead, row.MaxWay, srcs, strings.Join(marks, ",")))
 		}
 	}
 	return l, lines
