@@ -122,16 +122,16 @@ type tallyLine struct {
 	quiet, quietH, missed10, missed1, late, quarter, missing, rows, skipped int
 }
 
-func (a *tallyLine) add(b tallyLine) {
-	a.quiet += b.quiet
-	a.quietH += b.quietH
-	a.missed10 += b.missed10
-	a.missed1 += b.missed1
-	a.late += b.late
-	a.quarter += b.quarter
-	a.missing += b.missing
-	a.rows += b.rows
-	a.skipped += b.skipped
+func (l *tallyLine) add(o tallyLine) {
+	l.quiet += o.quiet
+	l.quietH += o.quietH
+	l.missed10 += o.missed10
+	l.missed1 += o.missed1
+	l.late += o.late
+	l.quarter += o.quarter
+	l.missing += o.missing
+	l.rows += o.rows
+	l.skipped += o.skipped
 }
 
 // tallyShapes scores shapes at both rates, seeds from off, and returns the
