@@ -66,9 +66,9 @@ const (
 	// as many quiet runs were spared (docs/predictor-round5.md).
 	stairsHorizonReach = 2
 	// stairsNextBursts: a long run is asked whether its next burst fits
-	// once it has risen in this many bursts (nextBurst). At 4, fresh seeds
-	// marked 4 more quiet runs in 4,000 (a decoder pool per stream when the
-	// last stream allowed had joined, notebook cells), at 6 one
+	// once it has risen in this many bursts (nextBurst). At 4, seeds
+	// nobody tuned on marked 4 more quiet runs (a decoder pool per stream
+	// once the last stream allowed had joined, notebook cells), at 6 one
 	// (docs/predictor-round6.md).
 	stairsNextBursts = 6
 )
