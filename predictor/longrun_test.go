@@ -101,3 +101,39 @@ func TestLongRunNextStepMarked(t *testing.T) {
 		}
 	}
 }
+
+// copies is a server that loads one more copy of its model every 240 s
+// from 20 s, after 2 GB of weights by 6 s, on a 10 GB instance, until it
+// holds n copies: each copy is 0.85 GB, read at 1 GB/s, so the quantum cuts
+// it into several rises, one burst. Its ninth copy, at 1940 s, leaves
+// 0.35 GB; the tenth, at 2180 s, runs out.
+func copies(n int) func(t float64) float64 {
+	return func(t float64) float64 {
+		u := ramp(t, 1, 6, 0.4e9, 2e9)
+		for k := 0; k < n; k++ {
+			at := 20 + 240*float64(k)
+			u += ramp(t, at, at+0.85, 0, 0.85e9)
+		}
+		return u
+	}
+}
+
+// A long run that rises in bursts, whose headroom is under its mean burst,
+// runs out at its next burst: it is marked then (nextBurst), 240 s ahead,
+// though its mean held step (a quantum of the burst) still fits and, at
+// its rate, its OOM is projected beyond the eviction time. Without that
+// rule it is marked at 10 Hz only 0.3 s before its OOM; at 1 Hz a poll
+// reads most of a copy as one rise, and the mean held step says it. The
+// same
+// copies stopping one copy earlier, 1.2 GB short, are not marked.
+func TestLongRunNextBurstMarked(t *testing.T) {
+	for _, hz := range []float64{10, 1} {
+		mark, oom, d := series(t, Config{}, hz, 3000, copies(10))
+		if oom < 0 || mark < 0 || oom-mark < 120 {
+			t.Errorf("copies, %v Hz: mark at %v s (%s), OOM at %v s: want a mark two minutes ahead", hz, mark, d.Reason, oom)
+		}
+		if mark, _, d := series(t, Config{}, hz, 3000, copies(8)); mark >= 0 {
+			t.Errorf("copies stopping 1.2 GB short, %v Hz: marked at %v s (%s)", hz, mark, d.Reason)
+		}
+	}
+}

@@ -62,7 +62,9 @@ import "math"
 //     its headroom is within stairsLongSteps of its largest held steps.
 //   - Without a horizon, a run that has risen for stairsLongRun eviction
 //     times in stairsRing rises or more, and whose headroom is under its
-//     mean held step, marks: its next such step does not fit.
+//     mean held step, or under its mean burst once it has risen in
+//     stairsNextBursts bursts (nextBurst), marks: its next such step does
+//     not fit.
 //   - The rate's uncertainty comes from how regular the gaps are (their
 //     coefficient of variation cv over m gaps): the fast bound is
 //     rate·(1+min(stairsZ·cv/√m, stairsMaxWiden)). Without a horizon,
@@ -114,6 +116,10 @@ type stairs struct {
 	// from the peak, so a rise given back (a training step's activations
 	// freed) is not running out.
 	cur float64
+	// The run's bursts (see burst): the level the current one started
+	// from, and the rise and count of those that ended.
+	burstFrom, burstSum float64
+	bursts              int
 }
 
 // rise is one rise: its time, the peak after it, the gap and step before
@@ -192,6 +198,7 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 		return
 	}
 	gap, step := t-s.lastT, peak-s.level
+	s.burst(gap)
 	s.level = peak
 	if s.n == 0 {
 		// The first rise: the hold before it is the process starting.
@@ -279,6 +286,7 @@ func (s *stairs) reset(r rise, eligible bool) {
 	s.gaveBack = false
 	s.epStart, s.epRises = r.t, 1
 	s.low, s.base = r.y, r.y-r.step
+	s.burstFrom, s.burstSum, s.bursts = s.base, 0, 0
 }
 
 // rate is the run's rate up to now, with its relative uncertainty; false
@@ -436,7 +444,9 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		// does not fit: it runs out at that step, whenever it comes. (Its
 		// largest step instead marked notebook cells of random sizes on
 		// fresh seeds; docs/predictor-round4.md.)
-		next = s.n >= stairsRing && now-s.start >= stairsLongRun*e && headroom < s.stepSum/float64(s.n-1)
+		// Nor, when it rises in bursts (nextBurst), does its next burst.
+		long := s.n >= stairsRing && now-s.start >= stairsLongRun*e
+		next = long && (headroom < s.stepSum/float64(s.n-1) || s.nextBurst(headroom))
 		if s.epRises >= stairsRing && now-s.epStart >= stairsLongRun*e {
 			// Its latest episode alone has risen that long: it is asked the
 			// question as it stands, whether it runs out within the time an

@@ -21,7 +21,8 @@ package predictor
 //     times the mean pause between its earlier steps (stepAfterPauses).
 //
 // Without a horizon, a run whose latest step holds most of its rise does
-// not mark (latestStep).
+// not mark (latestStep); a long run whose headroom is under its mean burst
+// does (nextBurst).
 
 const (
 	// stairsHorizonSpan is the shortest time, in seconds, the rises of a
@@ -64,6 +65,12 @@ const (
 	// quarter (the tuned bursty KV cache at 1 Hz among them); at 1.5 half
 	// as many quiet runs were spared (docs/predictor-round5.md).
 	stairsHorizonReach = 2
+	// stairsNextBursts: a long run is asked whether its next burst fits
+	// once it has risen in this many bursts (nextBurst). At 4, seeds
+	// nobody tuned on marked 4 more quiet runs (a decoder pool per stream
+	// once the last stream allowed had joined, notebook cells), at 6 one
+	// (docs/predictor-round6.md).
+	stairsNextBursts = 6
 )
 
 // risesEachHalf reports whether the run rose in both halves of the time
@@ -201,4 +208,29 @@ func (s *stairs) stepAfterPauses() bool {
 		}
 	}
 	return k > 0 && silence > stairsStepSilence*sum/float64(k)
+}
+
+// burst counts the run's bursts: its rises between two gaps of stairsPause
+// or more, the rises one event brings (a model's copy loaded, a request's
+// cache, a batch's buffers), which the quantum cuts into several rises. A
+// rise after such a gap ends the burst before it. O(1).
+func (s *stairs) burst(gap float64) {
+	if gap < stairsPause {
+		return
+	}
+	if b := s.level - s.burstFrom; b > 0 {
+		s.burstSum += b
+		s.bursts++
+	}
+	s.burstFrom = s.level
+}
+
+// nextBurst reports whether a long run that rose in stairsNextBursts bursts
+// or more has less headroom than its mean burst: its next burst of that
+// size does not fit, whenever it comes. The mean held step asks the same of
+// a staircase whose every step is one rise; a burst is many rises (the
+// quantum is 2 % of the instance), so only the burst says what the next
+// event needs. O(1).
+func (s *stairs) nextBurst(headroom float64) bool {
+	return s.bursts >= stairsNextBursts && headroom < s.burstSum/float64(s.bursts)
 }
