@@ -11,12 +11,26 @@ import (
 const sealed7Seeds = 100
 
 // sealed7Gaps are the rows (shape@rate) of the seventh sealed set that miss
-// issue 29's bar with the predictor this file was written against (main at
-// bd253d5), as docs/predictor-sealed7.md reports them.
-// Every other row is held to the bar with no tolerance, and a listed row
-// that meets it fails the test too, so the list cannot outlive the gap.
-// Only the lead updates it, from a run on the final predictor.
-var sealed7Gaps = map[string]bool{}
+// issue 29's bar with the predictor this file was written against, scored
+// once on main at 5780d93 (its predictor the same as at bd253d5, where the
+// set's branch starts), as docs/predictor-sealed7.md reports them: 21 of
+// 24 rows. Every other row is held to the bar with no tolerance, and a
+// listed row that meets it fails the test too, so the list cannot outlive
+// the gap. Only the lead updates it, from a run on the final predictor.
+var sealed7Gaps = map[string]bool{
+	"s7-kv-preempt-cap@10": true, "s7-kv-preempt-cap@1": true,
+	"s7-accum-first-step@10": true, "s7-accum-first-step@1": true,
+	"s7-algo-search-spikes@10": true,
+	"s7-decode-high-water@10": true,
+	"s7-eval-generate-ramps@10": true, "s7-eval-generate-ramps@1": true,
+	"s7-weight-averaging@10": true, "s7-weight-averaging@1": true,
+	"s7-hook-pileup@1": true,
+	"s7-communicator-churn@10": true, "s7-communicator-churn@1": true,
+	"s7-notebook-tenants@10": true, "s7-notebook-tenants@1": true,
+	"s7-adapter-graph-pools@10": true, "s7-adapter-graph-pools@1": true,
+	"s7-progressive-resize-horizon@10": true, "s7-progressive-resize-horizon@1": true,
+	"s7-rollout-length-horizon@10": true, "s7-rollout-length-horizon@1": true,
+}
 
 // sealed7Set adapts shapes of the set (tracegen.Sealed7Shapes) to the
 // shared scorer.
