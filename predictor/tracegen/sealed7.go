@@ -326,6 +326,22 @@ func (l *s7Line) start() float64 {
 	return l.room()
 }
 
+// weights loads a model of lo-hi of room at 1-3 GB/s and returns its
+// bytes.
+func (l *s7Line) weights(lo, hi, room float64) float64 {
+	w := l.draw(lo, hi) * room
+	l.load(w, l.draw(1e9, 3e9))
+	return w
+}
+
+// firstStep is a training loop's first step of sec seconds: activations of
+// a bytes, the gradients (w bytes, the weights') kept from its backward
+// pass, then the optimizer's two moments (2w) at once.
+func (l *s7Line) firstStep(a, w, sec float64) {
+	l.step(l.v, a, w, sec)
+	l.add(2 * w)
+}
+
 // step is one training step of sec seconds on a line at base: activations
 // of a bytes built over the forward pass (35% of it), then freed over the
 // backward pass while keep bytes (new gradients, captured tensors) appear.

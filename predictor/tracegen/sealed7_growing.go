@@ -16,13 +16,10 @@ import "math"
 // of activations far larger than a step's share, until a forward pass
 // does not fit.
 func s7HookPileup(l *s7Line) float64 {
-	room := l.start()
-	w := l.draw(0.05, 0.2) * room
-	l.load(w, l.draw(1e9, 3e9))
+	w := l.weights(0.05, 0.2, l.start())
 	step := l.draw(0.3, 3)
 	acts := l.draw(0.2, 0.5) * (l.left() - 3*w)
-	l.step(l.v, acts, w, step)
-	l.add(2 * w)
+	l.firstStep(acts, w, step)
 	steps := l.draw(600, 3600) / step // steps until the pile and a forward pass fill the instance
 	each := 2 * (l.left() - acts) / (steps * (steps + 1))
 	for i := 1; !l.over() && l.t < s7Limit; i++ {
@@ -41,13 +38,10 @@ func s7HookPileup(l *s7Line) float64 {
 // sawtooth the level climbs by the same step at a steady pace, slowly,
 // until a forward pass does not fit.
 func s7CommunicatorChurn(l *s7Line) float64 {
-	room := l.start()
-	w := l.draw(0.05, 0.2) * room
-	l.load(w, l.draw(1e9, 3e9))
+	w := l.weights(0.05, 0.2, l.start())
 	step := l.draw(0.3, 2)
 	acts := l.draw(0.1, 0.3) * (l.left() - 3*w)
-	l.step(l.v, acts, w, step)
-	l.add(2 * w)
+	l.firstStep(acts, w, step)
 	n := 40 + l.r.IntN(261)
 	each := (l.left() - acts) / (float64(n) - l.draw(0.1, 0.9))
 	period := l.draw(1200, 9000) / float64(n)
@@ -114,7 +108,7 @@ func s7NotebookTenants(l *s7Line) float64 {
 // fit.
 func s7AdapterGraphPools(l *s7Line) float64 {
 	room := l.start()
-	l.load(l.draw(0.15, 0.35)*room, l.draw(1e9, 3e9))
+	l.weights(0.15, 0.35, room)
 	l.add(l.draw(0.2, 0.35) * room)
 	l.add(l.draw(0.02, 0.05) * room)
 	slots := 4 + l.r.IntN(13)
@@ -149,17 +143,14 @@ func s7AdapterGraphPools(l *s7Line) float64 {
 // instance, and the first that does not fit ends the run.
 func s7ProgressiveResize(l *s7Line) float64 {
 	planned := l.draw(1800, 7200)
-	room := l.start()
-	w := l.draw(0.05, 0.2) * room
-	l.load(w, l.draw(1e9, 3e9))
+	w := l.weights(0.05, 0.2, l.start())
 	step := l.draw(0.3, 2)
 	stages := 5 + l.r.IntN(6)
 	grow := l.draw(0.08, 0.25) // each stage's side over the first's
 	area := func(s int) float64 { return math.Pow(1+grow*float64(s), 2) }
 	first := 3 + l.r.IntN(stages-2) // the first stage that cannot fit
 	a0 := l.draw(1.01, 1.06) * (l.left() - 3*w) / area(first)
-	l.step(l.v, a0, w, step)
-	l.add(2 * w)
+	l.firstStep(a0, w, step)
 	t0 := l.t
 	last := l.draw(0.5, 0.85) * planned // when the last stage starts
 	for s := 0; s <= stages && l.t < s7Limit; s++ {
@@ -187,8 +178,7 @@ func s7RolloutLength(l *s7Line) float64 {
 	l.load(2*w, l.draw(1e9, 3e9)) // the policy and a frozen reference
 	acts := l.draw(0.1, 0.25) * (l.left() - 3*w)
 	update := l.draw(0.5, 2)
-	l.step(l.v, acts, w, update)
-	l.add(2 * w)
+	l.firstStep(acts, w, update)
 	base := l.v
 	top := l.left() * l.draw(1.02, 1.05)
 	kv0 := l.draw(0.25, 0.55) * top

@@ -123,8 +123,7 @@ func s7AccumFirstStep(l *s7Line) float64 {
 // many at first and then rare, and after each the level is back to the
 // weights and the batch's activations.
 func s7AlgoSearchSpikes(l *s7Line) float64 {
-	room := l.start()
-	l.load(l.draw(0.05, 0.3)*room, l.draw(1e9, 3e9))
+	l.weights(0.05, 0.3, l.start())
 	base := l.v
 	n := 5 + l.r.IntN(36)
 	skew := l.draw(0.5, 1.5)
@@ -164,7 +163,7 @@ func s7AlgoSearchSpikes(l *s7Line) float64 {
 // need.
 func s7DecodeHighWater(l *s7Line) float64 {
 	room := l.start()
-	l.load(l.draw(0.1, 0.35)*room, l.draw(1e9, 3e9))
+	l.weights(0.1, 0.35, room)
 	l.add(l.draw(0.05, 0.2) * room)
 	base := l.v
 	decoders := 2 + l.r.IntN(7)
@@ -205,8 +204,7 @@ func s7EvalGenerateRamps(l *s7Line) float64 {
 	w := l.draw(0.25, 0.5) * room / (4 + 1.05*acts)
 	l.load(w, l.draw(1e9, 3e9))
 	step := l.draw(0.3, 2)
-	l.step(l.v, acts*w, w, step)
-	l.add(2 * w)
+	l.firstStep(acts*w, w, step)
 	base := l.v
 	top := l.draw(0.55, 0.95) * l.room()
 	every, gen := l.draw(300, 1200), l.draw(20, 150)
@@ -243,8 +241,7 @@ func s7WeightAveraging(l *s7Line) float64 {
 	bps := l.draw(1e9, 3e9)
 	l.load(w, bps)
 	step := l.draw(0.3, 3)
-	l.step(l.v, acts*w, w, step)
-	l.add(2 * w)
+	l.firstStep(acts*w, w, step)
 	emaAt, swaAt := l.draw(0.02, 0.12)*planned, l.draw(0.6, 0.8)*planned
 	ema, swa := false, false
 	last := planned - l.draw(30, 300)
