@@ -9,7 +9,7 @@ import (
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
-// The scoring of the sealed held-out sets 2 to 6, which their tests share.
+// The scoring of the sealed held-out sets 2 to 7, which their tests share.
 
 // sealedShape is one shape of a sealed set (tracegen.Sealed2Shapes to
 // Sealed6Shapes) as the scorer sees it. Each set keeps its own generator,
