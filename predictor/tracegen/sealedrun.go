@@ -3,7 +3,7 @@ package tracegen
 import "github.com/migpro/migpro/predictor/trace"
 
 // SealedRun is one rendered run of a shape of a sealed held-out set (sets 2
-// to 6: Sealed2Shape.Generate to Sealed6Shape.Generate). Each set keeps its
+// to 7: Sealed2Shape.Generate to Sealed7Shape.Generate). Each set keeps its
 // own generator, written apart; only the run they render is shared.
 type SealedRun struct {
 	Trace trace.Trace
