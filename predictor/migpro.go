@@ -272,10 +272,8 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 // loaded), and growth that steep is asked the question without a horizon.
 func (m *migpro) steepWindow(p *Predictor, sc *scale, now, capacity float64) bool {
 	tto := (capacity - sc.fit.at(now)) / sc.fit.slope()
-	if nearOOM(&p.cfg, tto) {
-		return true
-	}
-	return now-m.back(sc.held-1).t < p.cfg.EvictionTime && tto < windowHorizonReach*(now-p.first)
+	young := now-m.back(sc.held-1).t < p.cfg.EvictionTime
+	return nearOOM(&p.cfg, tto) || (young && steepForHorizon(&p.cfg, tto, now-p.first, windowHorizonReach))
 }
 
 // riseLead is the lead factor for a window, from the driver allocation

@@ -412,7 +412,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		if !ok || r <= 0 {
 			return verdict{}, false
 		}
-		if !steepForHorizon(&p.cfg, (capacity-s.cur)/r, now-p.first) || now-s.start >= p.cfg.EvictionTime {
+		if !steepForHorizon(&p.cfg, (capacity-s.cur)/r, now-p.first, stairsHorizonReach) || now-s.start >= p.cfg.EvictionTime {
 			slow := r * max(1-stairsZ*rel, stairsHalf)
 			if slow <= 0 || p.peak+slow*(h-now) <= capacity {
 				return verdict{}, false

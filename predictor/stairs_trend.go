@@ -111,12 +111,13 @@ func (s *stairs) stepAfterStop(newest rise) bool {
 	return false
 }
 
-// steepForHorizon reports whether a young run, whose OOM at its central
-// rate is projected tto ahead after elapsed seconds watched, is asked the
-// question without a horizon: its OOM is within the eviction time
-// (nearOOM), or sooner than stairsHorizonReach times elapsed.
-func steepForHorizon(cfg *Config, tto, elapsed float64) bool {
-	return nearOOM(cfg, tto) || tto < stairsHorizonReach*elapsed
+// steepForHorizon reports whether a young climb (a run of rises, or a
+// window), whose OOM at its central rate is projected tto ahead after
+// elapsed seconds watched, is asked the question without a horizon: its
+// OOM is within the eviction time (nearOOM), or sooner than reach times
+// elapsed (stairsHorizonReach for a run, windowHorizonReach for a window).
+func steepForHorizon(cfg *Config, tto, elapsed, reach float64) bool {
+	return nearOOM(cfg, tto) || tto < reach*elapsed
 }
 
 // nearOOM reports whether an OOM projected tto ahead, at the central rate,

@@ -168,19 +168,16 @@ func frontierRow(config string, mine policySums, base []policySums, target bool)
 	row := FrontierRow{Config: config, P95: map[string]float64{}, P95Static: map[string]float64{}}
 	bestJCT := 0.0
 	for i, name := range TargetBaselines {
-		for _, d := range dynamicBaselines {
-			if name == d && (bestJCT == 0 || base[i].jct < bestJCT) {
-				bestJCT = base[i].jct
-			}
+		if !slices.Contains(dynamicBaselines, name) {
+			continue
 		}
+		if bestJCT == 0 || base[i].jct < bestJCT {
+			bestJCT = base[i].jct
+		}
+		row.dynJCT = append(row.dynJCT, base[i].perSeed)
 	}
 	row.JCT = mine.jct / bestJCT
 	row.seedJCT = mine.perSeed
-	for i, name := range TargetBaselines {
-		if slices.Contains(dynamicBaselines, name) {
-			row.dynJCT = append(row.dynJCT, base[i].perSeed)
-		}
-	}
 	for _, size := range TargetSizes {
 		if best, _ := bestP95(base, size); best > 0 && mine.p95[size] > 0 {
 			row.P95[size] = mine.p95[size] / best
@@ -316,7 +313,6 @@ func pooledJCTErr(rows []FrontierRow) float64 {
 		return t
 	}
 	theta := make([]float64, n)
-	mean := 0.0
 	for k := 0; k < n; k++ {
 		logs := 0.0
 		for _, r := range rows {
@@ -327,11 +323,6 @@ func pooledJCTErr(rows []FrontierRow) float64 {
 			logs += math.Log(sum(r.seedJCT, k) / best)
 		}
 		theta[k] = math.Exp(logs / float64(len(rows)))
-		mean += theta[k] / float64(n)
 	}
-	ss := 0.0
-	for _, t := range theta {
-		ss += (t - mean) * (t - mean)
-	}
-	return math.Sqrt(float64(n-1) / float64(n) * ss)
+	return jackknifeSE(theta)
 }

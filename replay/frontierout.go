@@ -88,10 +88,7 @@ func frontierLabel(p FrontierPoint) string {
 			label = "migpro, never reserve (default)"
 		}
 	}
-	if p.SimulatorOnly() {
-		label += " *"
-	}
-	return label
+	return star(label, p.SimulatorOnly())
 }
 
 func ratioCell(v float64) string {

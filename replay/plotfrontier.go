@@ -70,10 +70,7 @@ func frontierPanel(title string, points []FrontierPoint, keep func(FrontierRow) 
 		q := pt.PooledOver(keep)
 		xy := plotter.XY{X: q.P95["7g"], Y: q.JCT}
 		xmin, xmax, ymin, ymax = min(xmin, xy.X), max(xmax, xy.X), min(ymin, xy.Y), max(ymax, xy.Y)
-		label := pt.Label
-		if pt.SimulatorOnly() {
-			label += " *"
-		}
+		label := star(pt.Label, pt.SimulatorOnly())
 		switch {
 		case pt.Baseline:
 			base, baseL = append(base, xy), append(baseL, label)

@@ -76,11 +76,15 @@ func (r *Result) SimulatorOnly() bool {
 
 // starred is the policy's name as the tables and charts show it: marked
 // " *" when the result is simulator only.
-func (r *Result) starred() string {
-	if r.SimulatorOnly() {
-		return r.Policy + " *"
+func (r *Result) starred() string { return star(r.Policy, r.SimulatorOnly()) }
+
+// star marks a name " *" when what it names is simulator only, as every
+// table and chart of the replay does.
+func star(name string, simulatorOnly bool) string {
+	if simulatorOnly {
+		return name + " *"
 	}
-	return r.Policy
+	return name
 }
 
 // StepsPerJob is NVML creates and destroys per run served (restarts count

@@ -351,14 +351,23 @@ func jackknifeRatio(num, den []float64) float64 {
 		sn, sd = sn+num[i], sd+den[i]
 	}
 	theta := make([]float64, n)
-	mean := 0.0
 	for i := range num {
 		theta[i] = (sn - num[i]) / (sd - den[i])
-		mean += theta[i] / float64(n)
+	}
+	return jackknifeSE(theta)
+}
+
+// jackknifeSE is the jackknife standard error of an estimate from its
+// leave-one-out values theta: sqrt((n-1)/n · Σ(θᵢ-θ̄)²).
+func jackknifeSE(theta []float64) float64 {
+	n := float64(len(theta))
+	mean := 0.0
+	for _, t := range theta {
+		mean += t / n
 	}
 	ss := 0.0
 	for _, t := range theta {
 		ss += (t - mean) * (t - mean)
 	}
-	return math.Sqrt(float64(n-1) / float64(n) * ss)
+	return math.Sqrt((n - 1) / n * ss)
 }
