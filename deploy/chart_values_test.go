@@ -210,6 +210,8 @@ func TestChartSchemaRejects(t *testing.T) {
 		{"idleTimeout=10 minutes", "idleTimeout"},
 		{"reserveAfter=soon", "reserveAfter"},
 		{"readmit.mode=kill", "mode"},
+		{"dra.domain=example.com", "domain"}, // moved to resourceDomain
+		{"resourceDomain=Example.com", "resourceDomain"},
 	} {
 		for _, verb := range []string{"lint", "template"} {
 			cmd := exec.Command(helm, verb, "helm/migpro", "--set", c.set)
