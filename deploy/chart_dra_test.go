@@ -11,7 +11,8 @@ import (
 // TestChartDRA: dra.enabled installs the DeviceClass mig.migpro.dev, one
 // DeviceClass per profile carrying its extended resource name, the RBAC for
 // ResourceSlices, and starts the agent with --dra and the kubelet's plugin
-// directories mounted; the default installs none of it.
+// directories mounted; the default installs none of it, and
+// dra.deviceClasses=false (a second release) everything but the classes.
 func TestChartDRA(t *testing.T) {
 	def := renderChart(t)
 	for key := range def.docs {
@@ -66,5 +67,16 @@ func TestChartDRA(t *testing.T) {
 	}
 	if off := renderChart(t, "--set", "dra.enabled=true", "--set", "dra.devicePlugins=false").agentArgs(); !strings.Contains(off, "--plugin-dir= ") {
 		t.Errorf("dra.devicePlugins=false: agent args %q keep the device plugins", off)
+	}
+	// A second release in the cluster leaves the cluster-scoped classes to
+	// the first, and still runs the driver with its own RBAC.
+	second := renderChart(t, "--set", "dra.enabled=true", "--set", "dra.deviceClasses=false", "--set", "fullnameOverride=migpro-b")
+	for key := range second.docs {
+		if strings.HasPrefix(key, "DeviceClass/") {
+			t.Errorf("dra.deviceClasses=false renders %s", key)
+		}
+	}
+	if _, ok := second.docs["ClusterRole/migpro-b-agent-dra"]; !ok || !strings.Contains(second.agentArgs(), "--dra") {
+		t.Errorf("dra.deviceClasses=false dropped the driver: role %v, args %q", ok, second.agentArgs())
 	}
 }
