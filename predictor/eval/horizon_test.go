@@ -44,14 +44,14 @@ func TestQuietShapesGivenHorizon(t *testing.T) {
 	for _, r := range rows {
 		marked[fmt.Sprintf("%s@%g", r.Shape, r.Hz)] = r.FalseMarks
 	}
-	var s2 []tracegen.Sealed2Shape
+	var s2 []tracegen.SealedShape
 	for _, s := range tracegen.Sealed2Shapes() {
 		if !s.Growing && !s.WithHorizon {
 			s.WithHorizon, s.Name = true, s.Name+"-with-horizon"
 			s2 = append(s2, s)
 		}
 	}
-	rows2, err := scoreSealed(sealed2Set(s2), sealed2Seeds)
+	rows2, err := scoreSealed(sealedSet(s2), sealed2Seeds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,16 +23,6 @@ var sealed2Gaps = map[string]bool{
 	"s2-kv-batch-horizon@10": true, "s2-kv-batch-horizon@1": true,
 }
 
-// sealed2Set adapts shapes of the set (tracegen.Sealed2Shapes) to the
-// shared scorer.
-func sealed2Set(shapes []tracegen.Sealed2Shape) []sealedShape {
-	var out []sealedShape
-	for _, s := range shapes {
-		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
-	}
-	return out
-}
-
 // TestSealed2Shapes holds the predictor, with the agent's settings, to
 // issue 29's bar on the second sealed held-out set
 // (tracegen.Sealed2Shapes), written apart from the predictor and its
@@ -42,5 +32,5 @@ func sealed2Set(shapes []tracegen.Sealed2Shape) []sealedShape {
 // reported, not held, and fail when they meet the bar. -v prints the
 // table of docs/predictor-sealed2.md.
 func TestSealed2Shapes(t *testing.T) {
-	checkSealed(t, sealed2Set(tracegen.Sealed2Shapes()), sealed2Seeds, sealed2Gaps, "sealed2Gaps", "docs/predictor-sealed2.md")
+	checkSealed(t, sealedSet(tracegen.Sealed2Shapes()), sealed2Seeds, sealed2Gaps, "sealed2Gaps", "docs/predictor-sealed2.md")
 }

@@ -30,16 +30,6 @@ var sealed3Gaps = map[string]bool{
 	"s3-kept-outputs-horizon@10": true, "s3-kept-outputs-horizon@1": true,
 }
 
-// sealed3Set adapts shapes of the set (tracegen.Sealed3Shapes) to the
-// shared scorer.
-func sealed3Set(shapes []tracegen.Sealed3Shape) []sealedShape {
-	var out []sealedShape
-	for _, s := range shapes {
-		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
-	}
-	return out
-}
-
 // TestSealed3Shapes holds the predictor, with the agent's settings, to
 // issue 29's bar on the third sealed held-out set (tracegen.Sealed3Shapes),
 // written apart from the predictor and its tuning: 0 false marks on the
@@ -48,5 +38,5 @@ func sealed3Set(shapes []tracegen.Sealed3Shape) []sealedShape {
 // the OOM. Rows in sealed3Gaps are reported, not held, and fail when they
 // meet the bar. -v prints the table of docs/predictor-sealed3.md.
 func TestSealed3Shapes(t *testing.T) {
-	checkSealed(t, sealed3Set(tracegen.Sealed3Shapes()), sealed3Seeds, sealed3Gaps, "sealed3Gaps", "docs/predictor-sealed3.md")
+	checkSealed(t, sealedSet(tracegen.Sealed3Shapes()), sealed3Seeds, sealed3Gaps, "sealed3Gaps", "docs/predictor-sealed3.md")
 }

@@ -31,16 +31,6 @@ var sealed4Gaps = map[string]bool{
 	"s4-profiler-buffer-horizon@10": true, "s4-profiler-buffer-horizon@1": true,
 }
 
-// sealed4Set adapts shapes of the set (tracegen.Sealed4Shapes) to the
-// shared scorer.
-func sealed4Set(shapes []tracegen.Sealed4Shape) []sealedShape {
-	var out []sealedShape
-	for _, s := range shapes {
-		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
-	}
-	return out
-}
-
 // TestSealed4Shapes holds the predictor, with the agent's settings, to
 // issue 29's bar on the fourth sealed held-out set (tracegen.Sealed4Shapes),
 // written apart from the predictor and its tuning: 0 false marks on the
@@ -49,5 +39,5 @@ func sealed4Set(shapes []tracegen.Sealed4Shape) []sealedShape {
 // the OOM. Rows in sealed4Gaps are reported, not held, and fail when they
 // meet the bar. -v prints the table of docs/predictor-sealed4.md.
 func TestSealed4Shapes(t *testing.T) {
-	checkSealed(t, sealed4Set(tracegen.Sealed4Shapes()), sealed4Seeds, sealed4Gaps, "sealed4Gaps", "docs/predictor-sealed4.md")
+	checkSealed(t, sealedSet(tracegen.Sealed4Shapes()), sealed4Seeds, sealed4Gaps, "sealed4Gaps", "docs/predictor-sealed4.md")
 }

@@ -32,16 +32,6 @@ var sealed5Gaps = map[string]bool{
 	"s5-orphan-evaluators-horizon@10": true, "s5-orphan-evaluators-horizon@1": true,
 }
 
-// sealed5Set adapts shapes of the set (tracegen.Sealed5Shapes) to the
-// shared scorer.
-func sealed5Set(shapes []tracegen.Sealed5Shape) []sealedShape {
-	var out []sealedShape
-	for _, s := range shapes {
-		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
-	}
-	return out
-}
-
 // TestSealed5Shapes holds the predictor, with the agent's settings, to
 // issue 29's bar on the fifth sealed held-out set (tracegen.Sealed5Shapes),
 // written apart from the predictor and its tuning: 0 false marks on the
@@ -50,5 +40,5 @@ func sealed5Set(shapes []tracegen.Sealed5Shape) []sealedShape {
 // the OOM. Rows in sealed5Gaps are reported, not held, and fail when they
 // meet the bar. -v prints the table of docs/predictor-sealed5.md.
 func TestSealed5Shapes(t *testing.T) {
-	checkSealed(t, sealed5Set(tracegen.Sealed5Shapes()), sealed5Seeds, sealed5Gaps, "sealed5Gaps", "docs/predictor-sealed5.md")
+	checkSealed(t, sealedSet(tracegen.Sealed5Shapes()), sealed5Seeds, sealed5Gaps, "sealed5Gaps", "docs/predictor-sealed5.md")
 }

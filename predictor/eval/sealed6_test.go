@@ -31,16 +31,6 @@ var sealed6Gaps = map[string]bool{
 	"s6-dataset-cache-horizon@10": true, "s6-dataset-cache-horizon@1": true,
 }
 
-// sealed6Set adapts shapes of the set (tracegen.Sealed6Shapes) to the
-// shared scorer.
-func sealed6Set(shapes []tracegen.Sealed6Shape) []sealedShape {
-	var out []sealedShape
-	for _, s := range shapes {
-		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
-	}
-	return out
-}
-
 // TestSealed6Shapes holds the predictor, with the agent's settings, to
 // issue 29's bar on the sixth sealed held-out set (tracegen.Sealed6Shapes),
 // written apart from the predictor and its tuning: 0 false marks on the
@@ -49,5 +39,5 @@ func sealed6Set(shapes []tracegen.Sealed6Shape) []sealedShape {
 // the OOM. Rows in sealed6Gaps are reported, not held, and fail when they
 // meet the bar. -v prints the table of docs/predictor-sealed6.md.
 func TestSealed6Shapes(t *testing.T) {
-	checkSealed(t, sealed6Set(tracegen.Sealed6Shapes()), sealed6Seeds, sealed6Gaps, "sealed6Gaps", "docs/predictor-sealed6.md")
+	checkSealed(t, sealedSet(tracegen.Sealed6Shapes()), sealed6Seeds, sealed6Gaps, "sealed6Gaps", "docs/predictor-sealed6.md")
 }

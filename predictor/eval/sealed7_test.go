@@ -34,16 +34,6 @@ var sealed7Gaps = map[string]bool{
 	"s7-rollout-length-horizon@10": true, "s7-rollout-length-horizon@1": true,
 }
 
-// sealed7Set adapts shapes of the set (tracegen.Sealed7Shapes) to the
-// shared scorer.
-func sealed7Set(shapes []tracegen.Sealed7Shape) []sealedShape {
-	var out []sealedShape
-	for _, s := range shapes {
-		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
-	}
-	return out
-}
-
 // TestSealed7Shapes holds the predictor, with the agent's settings, to
 // issue 29's bar on the seventh sealed held-out set
 // (tracegen.Sealed7Shapes), written apart from the predictor and its
@@ -53,5 +43,5 @@ func sealed7Set(shapes []tracegen.Sealed7Shape) []sealedShape {
 // reported, not held, and fail when they meet the bar. -v prints the table
 // of docs/predictor-sealed7.md.
 func TestSealed7Shapes(t *testing.T) {
-	checkSealed(t, sealed7Set(tracegen.Sealed7Shapes()), sealed7Seeds, sealed7Gaps, "sealed7Gaps", "docs/predictor-sealed7.md")
+	checkSealed(t, sealedSet(tracegen.Sealed7Shapes()), sealed7Seeds, sealed7Gaps, "sealed7Gaps", "docs/predictor-sealed7.md")
 }

@@ -9,16 +9,24 @@ import (
 	"github.com/migpro/migpro/predictor/tracegen"
 )
 
-// The scoring of the sealed held-out sets 2 to 7, which their tests share.
+// The scoring of the sealed held-out sets 2 and later, which their tests share.
 
-// sealedShape is one shape of a sealed set (tracegen.Sealed2Shapes to
-// Sealed6Shapes) as the scorer sees it. Each set keeps its own generator,
-// written apart; only the run it renders (tracegen.SealedRun) and the
-// scoring are shared.
+// sealedShape is one shape as the scorer sees it: a shape of a sealed set
+// (tracegen.SealedShape, through sealedSet) or one of issue 29's shapes
+// rendered as a sealed run (shapeSet).
 type sealedShape struct {
 	Name                 string
 	Growing, WithHorizon bool
 	Generate             func(seed uint64, hz float64) tracegen.SealedRun
+}
+
+// sealedSet gives the scorer the shapes of a sealed set.
+func sealedSet(shapes []tracegen.SealedShape) []sealedShape {
+	out := make([]sealedShape, 0, len(shapes))
+	for _, s := range shapes {
+		out = append(out, sealedShape{Name: s.Name, Growing: s.Growing, WithHorizon: s.WithHorizon, Generate: s.Generate})
+	}
+	return out
 }
 
 // sealedRow scores one shape of a sealed set at one rate, as ShapeRow does

@@ -58,7 +58,7 @@ func shapeSet(shapes []tracegen.Shape) []sealedShape {
 
 // tallySets are the tuning sets, as docs/predictor-results.md lists them.
 func tallySets() []tallySet {
-	var s2quiet []tracegen.Sealed2Shape
+	var s2quiet []tracegen.SealedShape
 	for _, s := range tracegen.Sealed2Shapes() {
 		if !s.Growing && !s.WithHorizon {
 			s.WithHorizon, s.Name = true, s.Name+"-with-horizon"
@@ -69,14 +69,14 @@ func tallySets() []tallySet {
 		{"tuned", shapeSet(tracegen.TunedShapes())},
 		{"first held-out (-ho)", shapeSet(tracegen.HeldOutShapes())},
 		{"sealed v1", shapeSet(tracegen.SealedShapes())},
-		{"sealed v2", sealed2Set(tracegen.Sealed2Shapes())},
-		{"sealed v3", sealed3Set(tracegen.Sealed3Shapes())},
-		{"sealed v4", sealed4Set(tracegen.Sealed4Shapes())},
-		{"sealed v5", sealed5Set(tracegen.Sealed5Shapes())},
-		{"sealed v6", sealed6Set(tracegen.Sealed6Shapes())},
-		{"sealed v7", sealed7Set(tracegen.Sealed7Shapes())},
+		{"sealed v2", sealedSet(tracegen.Sealed2Shapes())},
+		{"sealed v3", sealedSet(tracegen.Sealed3Shapes())},
+		{"sealed v4", sealedSet(tracegen.Sealed4Shapes())},
+		{"sealed v5", sealedSet(tracegen.Sealed5Shapes())},
+		{"sealed v6", sealedSet(tracegen.Sealed6Shapes())},
+		{"sealed v7", sealedSet(tracegen.Sealed7Shapes())},
 		{"tuned quiet, given a horizon", shapeSet(quietWithHorizon(tracegen.TunedShapes()))},
-		{"-ho, v1, v2 quiet, given a horizon", append(shapeSet(quietWithHorizon(tracegen.HeldOutShapes(), tracegen.SealedShapes())), sealed2Set(s2quiet)...)},
+		{"-ho, v1, v2 quiet, given a horizon", append(shapeSet(quietWithHorizon(tracegen.HeldOutShapes(), tracegen.SealedShapes())), sealedSet(s2quiet)...)},
 	}
 }
 

@@ -16,46 +16,24 @@ const Sealed2Seed0 = 7_300_000
 // (5, 10, 20 and 40 GB, 10^9 bytes each); every run draws one from its seed.
 var Sealed2Sizes = [...]float64{5e9, 10e9, 20e9, 40e9}
 
-// Sealed2Shape is one shape of the second sealed held-out set: an NVML-only
-// memory series (t, used_bytes, no allocation calls) modelled on what a
-// framework is publicly known to do with GPU memory, on an instance whose
-// size the seed draws. docs/predictor-sealed2.md describes each shape and
-// its parameter ranges. The predictor is not tuned on these shapes and
-// their generators are not read while tuning.
-type Sealed2Shape struct {
-	Name string
-	// Growing shapes run out of their instance; quiet ones never do.
-	Growing bool
-	// WithHorizon says the run declares its planned length (the horizon
-	// annotation); Sealed2Run.Horizon then carries it.
-	WithHorizon bool
-	// Seed0 is added to every seed the shape is rendered with.
-	Seed0 uint64
-	// gen builds one run on b and returns its planned length in seconds.
-	gen func(b *s2Build) float64
-}
-
-// Sealed2Run is one rendered run of a Sealed2Shape (a SealedRun).
-type Sealed2Run = SealedRun
-
 // Sealed2Shapes is the second sealed held-out set: seven quiet shapes
 // (warm-ups, preallocation, caches that level off) and six that grow to an
 // OOM, two of them with a declared horizon.
-func Sealed2Shapes() []Sealed2Shape {
-	shapes := []Sealed2Shape{
-		{Name: "s2-prealloc-flat", gen: s2PreallocFlat},
-		{Name: "s2-pool-doubling", gen: s2PoolDoubling},
-		{Name: "s2-model-repository", gen: s2ModelRepository},
-		{Name: "s2-engine-build", gen: s2EngineBuild},
-		{Name: "s2-cache-flush", gen: s2CacheFlush},
-		{Name: "s2-loader-buffers", gen: s2LoaderBuffers},
-		{Name: "s2-train-warmup-horizon", WithHorizon: true, gen: s2TrainWarmup},
-		{Name: "s2-slow-leak", Growing: true, gen: s2SlowLeak},
-		{Name: "s2-growth-resumes", Growing: true, gen: s2GrowthResumes},
-		{Name: "s2-long-context-kv", Growing: true, gen: s2LongContextKV},
-		{Name: "s2-fast-ramp", Growing: true, gen: s2FastRamp},
-		{Name: "s2-leak-horizon", Growing: true, WithHorizon: true, gen: s2LeakHorizon},
-		{Name: "s2-kv-batch-horizon", Growing: true, WithHorizon: true, gen: s2KVBatchHorizon},
+func Sealed2Shapes() []SealedShape {
+	shapes := []SealedShape{
+		{Name: "s2-prealloc-flat", render: renderWith(sealed2Generate, s2PreallocFlat)},
+		{Name: "s2-pool-doubling", render: renderWith(sealed2Generate, s2PoolDoubling)},
+		{Name: "s2-model-repository", render: renderWith(sealed2Generate, s2ModelRepository)},
+		{Name: "s2-engine-build", render: renderWith(sealed2Generate, s2EngineBuild)},
+		{Name: "s2-cache-flush", render: renderWith(sealed2Generate, s2CacheFlush)},
+		{Name: "s2-loader-buffers", render: renderWith(sealed2Generate, s2LoaderBuffers)},
+		{Name: "s2-train-warmup-horizon", WithHorizon: true, render: renderWith(sealed2Generate, s2TrainWarmup)},
+		{Name: "s2-slow-leak", Growing: true, render: renderWith(sealed2Generate, s2SlowLeak)},
+		{Name: "s2-growth-resumes", Growing: true, render: renderWith(sealed2Generate, s2GrowthResumes)},
+		{Name: "s2-long-context-kv", Growing: true, render: renderWith(sealed2Generate, s2LongContextKV)},
+		{Name: "s2-fast-ramp", Growing: true, render: renderWith(sealed2Generate, s2FastRamp)},
+		{Name: "s2-leak-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed2Generate, s2LeakHorizon)},
+		{Name: "s2-kv-batch-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed2Generate, s2KVBatchHorizon)},
 	}
 	for i := range shapes {
 		shapes[i].Seed0 = Sealed2Seed0 + uint64(i)*100_000
@@ -66,23 +44,23 @@ func Sealed2Shapes() []Sealed2Shape {
 // s2Stream is the PCG stream of the second sealed set ("sea2").
 const s2Stream = 0x73656132
 
-// Generate renders one run at hz (ShimHz or NVMLHz; both NVML-only). The
+// sealed2Generate renders one run of s, its workload written by gen, at hz (ShimHz or NVMLHz; both NVML-only). The
 // run is built at ShimHz ticks; every used value is rounded up to the
 // run's page granule and carries a small reading jitter. At NVMLHz the
 // series reads every tenth tick from a seeded phase. A growing run's last
 // sample, at both rates, is its first tick over the instance (the OOM); a
 // quiet run lasts its planned length.
-func (s Sealed2Shape) Generate(seed uint64, hz float64) Sealed2Run {
+func sealed2Generate(s SealedShape, gen func(*s2Build) float64, seed uint64, hz float64) SealedRun {
 	r := rand.New(rand.NewPCG(s.Seed0+seed, s2Stream))
 	b := &s2Build{r: r, cap: Sealed2Sizes[r.IntN(len(Sealed2Sizes))], growing: s.Growing}
-	planned := s.gen(b)
+	planned := gen(b)
 	if !s.Growing {
 		b.hold(planned - b.now())
 	}
 	granule := []float64{2 << 20, 2 << 20, 32 << 20}[r.IntN(3)]
 	jitter := s2Between(r, 0, 3e6)
 	phase := r.IntN(int(ShimHz))
-	run := Sealed2Run{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(b.cap)}
+	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(b.cap)}
 	if s.WithHorizon {
 		run.Horizon = planned
 	}

@@ -20,47 +20,25 @@ const sealed3Stream = 0x73656133
 // (5, 10, 20 and 40 GB, 10^9 bytes each); each run draws one from its seed.
 var Sealed3Sizes = [...]float64{5e9, 10e9, 20e9, 40e9}
 
-// Sealed3Shape is one shape of the third sealed held-out set: an NVML-only
-// series (t, used_bytes) following a publicly described way a framework
-// uses GPU memory, on an instance the seed draws. docs/predictor-sealed3.md
-// describes each shape and its parameters. Nobody tuning the predictor
-// reads these generators or their results.
-type Sealed3Shape struct {
-	Name string
-	// Growing shapes run out of their instance; quiet ones never do.
-	Growing bool
-	// WithHorizon says the run declares its planned length;
-	// Sealed3Run.Horizon then carries it.
-	WithHorizon bool
-	// Seed0 is added to every seed the shape is rendered with.
-	Seed0 uint64
-	// build writes one run's levels on l and returns its planned length in
-	// seconds (a quiet run is held flat to it).
-	build func(l *s3Levels) float64
-}
-
-// Sealed3Run is one rendered run of a Sealed3Shape (a SealedRun).
-type Sealed3Run = SealedRun
-
 // Sealed3Shapes is the third sealed held-out set: eight quiet shapes
 // (warm-ups, preallocation, bounded periodic use; four with a declared
 // horizon) and six that grow to an OOM (two with a declared horizon).
-func Sealed3Shapes() []Sealed3Shape {
-	shapes := []Sealed3Shape{
-		{Name: "s3-finetune-adapters", WithHorizon: true, build: s3FinetuneAdapters},
-		{Name: "s3-collective-buffers", WithHorizon: true, build: s3CollectiveBuffers},
-		{Name: "s3-checkpoint-sawtooth", WithHorizon: true, build: s3CheckpointSawtooth},
-		{Name: "s3-eval-two-batches", WithHorizon: true, build: s3EvalTwoBatches},
-		{Name: "s3-speculative-draft", build: s3SpeculativeDraft},
-		{Name: "s3-notebook-cells", build: s3NotebookCells},
-		{Name: "s3-half-cast", build: s3HalfCast},
-		{Name: "s3-graph-capture", build: s3GraphCapture},
-		{Name: "s3-request-leak", Growing: true, build: s3RequestLeak},
-		{Name: "s3-shape-cache", Growing: true, build: s3ShapeCache},
-		{Name: "s3-batch-autotune", Growing: true, build: s3BatchAutotune},
-		{Name: "s3-chat-sessions", Growing: true, build: s3ChatSessions},
-		{Name: "s3-logged-tensors-horizon", Growing: true, WithHorizon: true, build: s3LoggedTensors},
-		{Name: "s3-kept-outputs-horizon", Growing: true, WithHorizon: true, build: s3KeptOutputs},
+func Sealed3Shapes() []SealedShape {
+	shapes := []SealedShape{
+		{Name: "s3-finetune-adapters", WithHorizon: true, render: renderWith(sealed3Generate, s3FinetuneAdapters)},
+		{Name: "s3-collective-buffers", WithHorizon: true, render: renderWith(sealed3Generate, s3CollectiveBuffers)},
+		{Name: "s3-checkpoint-sawtooth", WithHorizon: true, render: renderWith(sealed3Generate, s3CheckpointSawtooth)},
+		{Name: "s3-eval-two-batches", WithHorizon: true, render: renderWith(sealed3Generate, s3EvalTwoBatches)},
+		{Name: "s3-speculative-draft", render: renderWith(sealed3Generate, s3SpeculativeDraft)},
+		{Name: "s3-notebook-cells", render: renderWith(sealed3Generate, s3NotebookCells)},
+		{Name: "s3-half-cast", render: renderWith(sealed3Generate, s3HalfCast)},
+		{Name: "s3-graph-capture", render: renderWith(sealed3Generate, s3GraphCapture)},
+		{Name: "s3-request-leak", Growing: true, render: renderWith(sealed3Generate, s3RequestLeak)},
+		{Name: "s3-shape-cache", Growing: true, render: renderWith(sealed3Generate, s3ShapeCache)},
+		{Name: "s3-batch-autotune", Growing: true, render: renderWith(sealed3Generate, s3BatchAutotune)},
+		{Name: "s3-chat-sessions", Growing: true, render: renderWith(sealed3Generate, s3ChatSessions)},
+		{Name: "s3-logged-tensors-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed3Generate, s3LoggedTensors)},
+		{Name: "s3-kept-outputs-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed3Generate, s3KeptOutputs)},
 	}
 	for i := range shapes {
 		shapes[i].Seed0 = Sealed3Seed0 + uint64(i)*100_000
@@ -68,17 +46,17 @@ func Sealed3Shapes() []Sealed3Shape {
 	return shapes
 }
 
-// Generate renders one run at hz (ShimHz or NVMLHz; both NVML-only). The
+// sealed3Generate renders one run of s, its workload written by build, at hz (ShimHz or NVMLHz; both NVML-only). The
 // levels are built on a 1/ShimHz grid. A reading is the level rounded up to
 // the run's granule, plus Gaussian reading noise; now and then a reading
 // lags one tick (the poll raced an allocation or a free). At NVMLHz the
 // series reads every tenth tick from a phase the seed picks. A growing
 // run ends, at both rates, with the first tick over the instance, read as
 // the bytes the driver refused; a quiet run lasts its planned length.
-func (s Sealed3Shape) Generate(seed uint64, hz float64) Sealed3Run {
+func sealed3Generate(s SealedShape, build func(*s3Levels) float64, seed uint64, hz float64) SealedRun {
 	r := rand.New(rand.NewPCG(s.Seed0+seed, sealed3Stream))
 	l := &s3Levels{r: r, size: Sealed3Sizes[r.IntN(len(Sealed3Sizes))], growing: s.Growing}
-	planned := s.build(l)
+	planned := build(l)
 	if !s.Growing {
 		l.idle(planned - l.clock())
 	}
@@ -86,7 +64,7 @@ func (s Sealed3Shape) Generate(seed uint64, hz float64) Sealed3Run {
 	sigma := l.uniform(0, 2e6)
 	lagP := l.uniform(0, 0.15)
 	phase := r.IntN(int(ShimHz))
-	run := Sealed3Run{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(l.size)}
+	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(l.size)}
 	if s.WithHorizon {
 		run.Horizon = planned
 	}

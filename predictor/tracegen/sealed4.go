@@ -20,47 +20,25 @@ const sealed4Stream = 0x5365616c34
 // (5, 10, 20 and 40 GB, 10^9 bytes each); each run draws one from its seed.
 var Sealed4Sizes = [...]float64{5e9, 10e9, 20e9, 40e9}
 
-// Sealed4Shape is one shape of the fourth sealed held-out set: an
-// NVML-only series (t, used_bytes) following a publicly described way a
-// workload uses GPU memory, on an instance the seed draws.
-// docs/predictor-sealed4.md describes each shape and its parameters. Nobody
-// tuning the predictor reads these generators or their results.
-type Sealed4Shape struct {
-	Name string
-	// Growing shapes run out of their instance; quiet ones never do.
-	Growing bool
-	// WithHorizon says the run declares its planned length;
-	// Sealed4Run.Horizon then carries it.
-	WithHorizon bool
-	// Seed0 is added to every seed the shape is rendered with.
-	Seed0 uint64
-	// write records one run's process level on p and returns the run's
-	// planned length in seconds (a quiet run idles up to it).
-	write func(p *s4Tape) float64
-}
-
-// Sealed4Run is one rendered run of a Sealed4Shape (a SealedRun).
-type Sealed4Run = SealedRun
-
 // Sealed4Shapes is the fourth sealed held-out set: seven quiet shapes
 // (multi-stage jobs, bounded caches, per-request spikes; four with a
 // declared horizon) and six that grow to an OOM (two with a declared
 // horizon).
-func Sealed4Shapes() []Sealed4Shape {
-	shapes := []Sealed4Shape{
-		{Name: "s4-pipeline-stages", WithHorizon: true, write: s4PipelineStages},
-		{Name: "s4-embedding-shards", WithHorizon: true, write: s4EmbeddingShards},
-		{Name: "s4-sweep-trials", WithHorizon: true, write: s4SweepTrials},
-		{Name: "s4-rl-alternating", WithHorizon: true, write: s4RLAlternating},
-		{Name: "s4-diffusion-decode", write: s4DiffusionDecode},
-		{Name: "s4-video-streams", write: s4VideoStreams},
-		{Name: "s4-expert-cache", write: s4ExpertCache},
-		{Name: "s4-request-type-leak", Growing: true, write: s4RequestTypeLeak},
-		{Name: "s4-id-cache", Growing: true, write: s4IDCache},
-		{Name: "s4-index-ingest", Growing: true, write: s4IndexIngest},
-		{Name: "s4-fragmentation-creep", Growing: true, write: s4FragmentationCreep},
-		{Name: "s4-replay-buffer-horizon", Growing: true, WithHorizon: true, write: s4ReplayBuffer},
-		{Name: "s4-profiler-buffer-horizon", Growing: true, WithHorizon: true, write: s4ProfilerBuffer},
+func Sealed4Shapes() []SealedShape {
+	shapes := []SealedShape{
+		{Name: "s4-pipeline-stages", WithHorizon: true, render: renderWith(sealed4Generate, s4PipelineStages)},
+		{Name: "s4-embedding-shards", WithHorizon: true, render: renderWith(sealed4Generate, s4EmbeddingShards)},
+		{Name: "s4-sweep-trials", WithHorizon: true, render: renderWith(sealed4Generate, s4SweepTrials)},
+		{Name: "s4-rl-alternating", WithHorizon: true, render: renderWith(sealed4Generate, s4RLAlternating)},
+		{Name: "s4-diffusion-decode", render: renderWith(sealed4Generate, s4DiffusionDecode)},
+		{Name: "s4-video-streams", render: renderWith(sealed4Generate, s4VideoStreams)},
+		{Name: "s4-expert-cache", render: renderWith(sealed4Generate, s4ExpertCache)},
+		{Name: "s4-request-type-leak", Growing: true, render: renderWith(sealed4Generate, s4RequestTypeLeak)},
+		{Name: "s4-id-cache", Growing: true, render: renderWith(sealed4Generate, s4IDCache)},
+		{Name: "s4-index-ingest", Growing: true, render: renderWith(sealed4Generate, s4IndexIngest)},
+		{Name: "s4-fragmentation-creep", Growing: true, render: renderWith(sealed4Generate, s4FragmentationCreep)},
+		{Name: "s4-replay-buffer-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed4Generate, s4ReplayBuffer)},
+		{Name: "s4-profiler-buffer-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed4Generate, s4ProfilerBuffer)},
 	}
 	for i := range shapes {
 		shapes[i].Seed0 = Sealed4Seed0 + uint64(i)*100_000
@@ -72,7 +50,7 @@ func Sealed4Shapes() []Sealed4Shape {
 // under its instance by then has a bug, which the scoring harness reports.
 const s4Limit = 4 * 3600
 
-// Generate renders one run at hz (ShimHz or NVMLHz; both NVML-only). The
+// sealed4Generate renders one run of s, its workload written by write, at hz (ShimHz or NVMLHz; both NVML-only). The
 // process level is written on a 1/ShimHz grid, then read through the
 // fourth set's own noise model:
 //   - the instance shows a small driver floor (5-60 MB) from the start;
@@ -89,11 +67,11 @@ const s4Limit = 4 * 3600
 // A growing run ends, at both rates, with its first tick over the
 // instance, read as the bytes the driver refused; a quiet run lasts its
 // planned length.
-func (s Sealed4Shape) Generate(seed uint64, hz float64) Sealed4Run {
+func sealed4Generate(s SealedShape, write func(*s4Tape) float64, seed uint64, hz float64) SealedRun {
 	r := rand.New(rand.NewPCG(s.Seed0+seed, sealed4Stream))
 	p := &s4Tape{r: r, size: Sealed4Sizes[r.IntN(len(Sealed4Sizes))]}
 	p.floor = p.draw(5e6, 60e6)
-	planned := s.write(p)
+	planned := write(p)
 	if !s.Growing {
 		p.stay(planned - p.now())
 	}
@@ -102,7 +80,7 @@ func (s Sealed4Shape) Generate(seed uint64, hz float64) Sealed4Run {
 	refresh := 1 + r.IntN(3)
 	drop := p.draw(0, 0.02)
 	phase := r.IntN(int(ShimHz))
-	run := Sealed4Run{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(p.size)}
+	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(p.size)}
 	if s.WithHorizon {
 		run.Horizon = planned
 	}

@@ -22,48 +22,26 @@ const sealed5Stream = 0x5365616c35
 // instance of issue 29's shapes, comes up twice as often as the others.
 var Sealed5Sizes = [...]float64{5e9, 10e9, 10e9, 20e9, 40e9}
 
-// Sealed5Shape is one shape of the fifth sealed held-out set: an
-// NVML-only series (t, used_bytes) following a publicly described way a
-// workload uses GPU memory, on an instance the seed draws.
-// docs/predictor-sealed5.md describes each shape and its parameters. Nobody
-// tuning the predictor reads these generators or their results.
-type Sealed5Shape struct {
-	Name string
-	// Growing shapes run out of their instance; quiet ones never do.
-	Growing bool
-	// WithHorizon says the run declares its planned length;
-	// Sealed5Run.Horizon then carries it.
-	WithHorizon bool
-	// Seed0 is added to every seed the shape is rendered with.
-	Seed0 uint64
-	// write records one run's device level on p and returns the run's
-	// planned length in seconds (a quiet run idles up to it).
-	write func(p *s5Tape) float64
-}
-
-// Sealed5Run is one rendered run of a Sealed5Shape (a SealedRun).
-type Sealed5Run = SealedRun
-
 // Sealed5Shapes is the fifth sealed held-out set: seven quiet shapes
 // (model version swaps, spilling at a limit, checkpoint gathers, a
 // sequence-length schedule, worker processes, garbage collected in bulk,
 // elastic restarts; three with a declared horizon) and six that grow to an
 // OOM (two with a declared horizon).
-func Sealed5Shapes() []Sealed5Shape {
-	shapes := []Sealed5Shape{
-		{Name: "s5-version-swap", write: s5VersionSwap},
-		{Name: "s5-spill-limit", WithHorizon: true, write: s5SpillLimit},
-		{Name: "s5-checkpoint-gather", WithHorizon: true, write: s5CheckpointGather},
-		{Name: "s5-seqlen-schedule", write: s5SeqlenSchedule},
-		{Name: "s5-worker-processes", write: s5WorkerProcesses},
-		{Name: "s5-gc-cycles", write: s5GCCycles},
-		{Name: "s5-elastic-restart", WithHorizon: true, write: s5ElasticRestart},
-		{Name: "s5-concat-state", Growing: true, write: s5ConcatState},
-		{Name: "s5-traffic-ramp", Growing: true, write: s5TrafficRamp},
-		{Name: "s5-backlog-queue", Growing: true, write: s5BacklogQueue},
-		{Name: "s5-adapter-hoard", Growing: true, write: s5AdapterHoard},
-		{Name: "s5-moe-imbalance-horizon", Growing: true, WithHorizon: true, write: s5MoEImbalance},
-		{Name: "s5-orphan-evaluators-horizon", Growing: true, WithHorizon: true, write: s5OrphanEvaluators},
+func Sealed5Shapes() []SealedShape {
+	shapes := []SealedShape{
+		{Name: "s5-version-swap", render: renderWith(sealed5Generate, s5VersionSwap)},
+		{Name: "s5-spill-limit", WithHorizon: true, render: renderWith(sealed5Generate, s5SpillLimit)},
+		{Name: "s5-checkpoint-gather", WithHorizon: true, render: renderWith(sealed5Generate, s5CheckpointGather)},
+		{Name: "s5-seqlen-schedule", render: renderWith(sealed5Generate, s5SeqlenSchedule)},
+		{Name: "s5-worker-processes", render: renderWith(sealed5Generate, s5WorkerProcesses)},
+		{Name: "s5-gc-cycles", render: renderWith(sealed5Generate, s5GCCycles)},
+		{Name: "s5-elastic-restart", WithHorizon: true, render: renderWith(sealed5Generate, s5ElasticRestart)},
+		{Name: "s5-concat-state", Growing: true, render: renderWith(sealed5Generate, s5ConcatState)},
+		{Name: "s5-traffic-ramp", Growing: true, render: renderWith(sealed5Generate, s5TrafficRamp)},
+		{Name: "s5-backlog-queue", Growing: true, render: renderWith(sealed5Generate, s5BacklogQueue)},
+		{Name: "s5-adapter-hoard", Growing: true, render: renderWith(sealed5Generate, s5AdapterHoard)},
+		{Name: "s5-moe-imbalance-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed5Generate, s5MoEImbalance)},
+		{Name: "s5-orphan-evaluators-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed5Generate, s5OrphanEvaluators)},
 	}
 	for i := range shapes {
 		shapes[i].Seed0 = Sealed5Seed0 + uint64(i)*100_000
@@ -75,7 +53,7 @@ func Sealed5Shapes() []Sealed5Shape {
 // under its instance by then has a bug, which the scoring harness reports.
 const s5Limit = 4 * 3600
 
-// Generate renders one run at hz (ShimHz or NVMLHz; both NVML-only). The
+// sealed5Generate renders one run of s, its workload written by write, at hz (ShimHz or NVMLHz; both NVML-only). The
 // device level is written on a 1/ShimHz grid, then read through the fifth
 // set's own noise model:
 //   - the instance shows a driver share of 2-30 MB from the start;
@@ -94,11 +72,11 @@ const s5Limit = 4 * 3600
 // instance, read at once as the bytes the driver refused; a quiet run
 // lasts its planned length. Every draw in the reading loop is made at both
 // rates, so the two series of a seed read the same levels.
-func (s Sealed5Shape) Generate(seed uint64, hz float64) Sealed5Run {
+func sealed5Generate(s SealedShape, write func(*s5Tape) float64, seed uint64, hz float64) SealedRun {
 	r := rand.New(rand.NewPCG(s.Seed0+seed, sealed5Stream))
 	p := &s5Tape{r: r, size: Sealed5Sizes[r.IntN(len(Sealed5Sizes))]}
 	p.floor = p.draw(2e6, 30e6)
-	planned := s.write(p)
+	planned := write(p)
 	if !s.Growing {
 		p.stay(planned - p.now())
 	}
@@ -108,7 +86,7 @@ func (s Sealed5Shape) Generate(seed uint64, hz float64) Sealed5Run {
 	late := p.draw(0, 0.04)
 	stallMean := p.draw(120, 1200)
 	phase := r.IntN(int(ShimHz))
-	run := Sealed5Run{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(p.size)}
+	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(p.size)}
 	if s.WithHorizon {
 		run.Horizon = planned
 	}

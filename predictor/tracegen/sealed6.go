@@ -22,28 +22,6 @@ const sealed6Stream = 0x5365616c36
 // instance of issue 29's shapes, comes up in half the runs.
 var Sealed6Sizes = [...]float64{5e9, 10e9, 10e9, 10e9, 20e9, 40e9}
 
-// Sealed6Shape is one shape of the sixth sealed held-out set: an
-// NVML-only series (t, used_bytes) following a publicly described way a
-// workload uses GPU memory, on an instance the seed draws.
-// docs/predictor-sealed6.md describes each shape and its parameters. Nobody
-// tuning the predictor reads these generators or their results.
-type Sealed6Shape struct {
-	Name string
-	// Growing shapes run out of their instance; quiet ones never do.
-	Growing bool
-	// WithHorizon says the run declares its planned length;
-	// Sealed6Run.Horizon then carries it.
-	WithHorizon bool
-	// Seed0 is added to every seed the shape is rendered with.
-	Seed0 uint64
-	// write records one run's process level on p and returns the run's
-	// planned length in seconds (a quiet run idles up to it).
-	write func(p *s6Tape) float64
-}
-
-// Sealed6Run is one rendered run of a Sealed6Shape (a SealedRun).
-type Sealed6Run = SealedRun
-
 // Sealed6Shapes is the sixth sealed held-out set: six quiet shapes
 // (sliding-window caches, data-parallel bucket rebuilds, gradual
 // unfreezing, lazily loaded pipeline models, a prefix cache under a
@@ -52,20 +30,20 @@ type Sealed6Run = SealedRun
 // pool, instances added with load, an index rebuilt beside itself, an
 // autotuned prefetch depth; and, with a declared horizon, a snapshot
 // upload backlog and a dataset cached on the device).
-func Sealed6Shapes() []Sealed6Shape {
-	shapes := []Sealed6Shape{
-		{Name: "s6-sliding-window-kv", write: s6SlidingWindowKV},
-		{Name: "s6-bucket-rebuild", WithHorizon: true, write: s6BucketRebuild},
-		{Name: "s6-gradual-unfreeze", WithHorizon: true, write: s6GradualUnfreeze},
-		{Name: "s6-lazy-pipeline", write: s6LazyPipeline},
-		{Name: "s6-prefix-cache-budget", write: s6PrefixCacheBudget},
-		{Name: "s6-arena-shrink", write: s6ArenaShrink},
-		{Name: "s6-streaming-groupby", Growing: true, write: s6StreamingGroupBy},
-		{Name: "s6-instance-autoscale", Growing: true, write: s6InstanceAutoscale},
-		{Name: "s6-index-rebuild", Growing: true, write: s6IndexRebuild},
-		{Name: "s6-prefetch-autotune", Growing: true, write: s6PrefetchAutotune},
-		{Name: "s6-snapshot-backlog-horizon", Growing: true, WithHorizon: true, write: s6SnapshotBacklog},
-		{Name: "s6-dataset-cache-horizon", Growing: true, WithHorizon: true, write: s6DatasetCache},
+func Sealed6Shapes() []SealedShape {
+	shapes := []SealedShape{
+		{Name: "s6-sliding-window-kv", render: renderWith(sealed6Generate, s6SlidingWindowKV)},
+		{Name: "s6-bucket-rebuild", WithHorizon: true, render: renderWith(sealed6Generate, s6BucketRebuild)},
+		{Name: "s6-gradual-unfreeze", WithHorizon: true, render: renderWith(sealed6Generate, s6GradualUnfreeze)},
+		{Name: "s6-lazy-pipeline", render: renderWith(sealed6Generate, s6LazyPipeline)},
+		{Name: "s6-prefix-cache-budget", render: renderWith(sealed6Generate, s6PrefixCacheBudget)},
+		{Name: "s6-arena-shrink", render: renderWith(sealed6Generate, s6ArenaShrink)},
+		{Name: "s6-streaming-groupby", Growing: true, render: renderWith(sealed6Generate, s6StreamingGroupBy)},
+		{Name: "s6-instance-autoscale", Growing: true, render: renderWith(sealed6Generate, s6InstanceAutoscale)},
+		{Name: "s6-index-rebuild", Growing: true, render: renderWith(sealed6Generate, s6IndexRebuild)},
+		{Name: "s6-prefetch-autotune", Growing: true, render: renderWith(sealed6Generate, s6PrefetchAutotune)},
+		{Name: "s6-snapshot-backlog-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed6Generate, s6SnapshotBacklog)},
+		{Name: "s6-dataset-cache-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed6Generate, s6DatasetCache)},
 	}
 	for i := range shapes {
 		shapes[i].Seed0 = Sealed6Seed0 + uint64(i)*100_000
@@ -77,7 +55,7 @@ func Sealed6Shapes() []Sealed6Shape {
 // under its instance by then has a bug, which the scoring harness reports.
 const s6Limit = 4 * 3600
 
-// Generate renders one run at hz (ShimHz or NVMLHz; both NVML-only). The
+// sealed6Generate renders one run of s, its workload written by write, at hz (ShimHz or NVMLHz; both NVML-only). The
 // process level is written on a 1/ShimHz grid, then read through the sixth
 // set's own noise model:
 //   - the instance shows 5-60 MB the driver keeps for itself, from the
@@ -102,7 +80,7 @@ const s6Limit = 4 * 3600
 // instance, read at once as the bytes the driver refused; a quiet run
 // lasts its planned length. The reading loop makes the same draws at both
 // rates, so the two series of a seed read the same levels.
-func (s Sealed6Shape) Generate(seed uint64, hz float64) Sealed6Run {
+func sealed6Generate(s SealedShape, write func(*s6Tape) float64, seed uint64, hz float64) SealedRun {
 	r := rand.New(rand.NewPCG(s.Seed0+seed, sealed6Stream))
 	p := &s6Tape{r: r, size: Sealed6Sizes[r.IntN(len(Sealed6Sizes))]}
 	p.floor = p.draw(5e6, 60e6)
@@ -119,7 +97,7 @@ func (s Sealed6Shape) Generate(seed uint64, hz float64) Sealed6Run {
 		lazyAt, lazyCum = append(lazyAt, int(t*ShimHz)), append(lazyCum, sum)
 	}
 	p.lazy = lazyCum[len(lazyCum)-1]
-	planned := s.write(p)
+	planned := write(p)
 	if !s.Growing {
 		p.hold(planned - p.now())
 	}
@@ -131,7 +109,7 @@ func (s Sealed6Shape) Generate(seed uint64, hz float64) Sealed6Run {
 	blockOdds := p.draw(0.002, 0.02)
 	gapMean := p.draw(600, 3600)
 	phase := r.IntN(int(ShimHz))
-	run := Sealed6Run{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(p.size)}
+	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(p.size)}
 	if s.WithHorizon {
 		run.Horizon = planned
 	}

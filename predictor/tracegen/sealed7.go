@@ -31,26 +31,6 @@ const (
 // quarter, 5 and 40 GB in an eighth each.
 var Sealed7Sizes = [...]float64{5e9, 10e9, 10e9, 10e9, 10e9, 20e9, 20e9, 40e9}
 
-// Sealed7Shape is one shape of the seventh sealed held-out set: an
-// NVML-only series (t, used_bytes) following a publicly described way a
-// workload uses GPU memory, on an instance the seed draws.
-// docs/predictor-sealed7.md describes each shape and its parameters. Nobody
-// tuning the predictor reads these generators or their results.
-type Sealed7Shape struct {
-	Name string
-	// Growing shapes run out of their instance; quiet ones never do.
-	Growing bool
-	// WithHorizon says the run declares its planned length; the run's
-	// Horizon then carries it.
-	WithHorizon bool
-	// Seed0 is added to every seed the shape is rendered with.
-	Seed0 uint64
-	// write draws the workload's level on l and returns the run's planned
-	// length in seconds (a quiet run keeps its last level up to it; a
-	// growing one returns 0 or its declared length).
-	write func(l *s7Line) float64
-}
-
 // Sealed7Shapes is the seventh sealed held-out set: six quiet shapes (a
 // key-value cache held at its cap by preemption, gradient accumulation
 // whose optimizer state comes late, an algorithm search asking for all
@@ -60,20 +40,20 @@ type Sealed7Shape struct {
 // training sawtooth, a communicator created per call, a shared notebook
 // host, graph pools kept on every adapter swap; with a declared horizon,
 // progressive resizing and rollouts whose responses lengthen).
-func Sealed7Shapes() []Sealed7Shape {
-	shapes := []Sealed7Shape{
-		{Name: "s7-kv-preempt-cap", write: s7KVPreemptCap},
-		{Name: "s7-accum-first-step", write: s7AccumFirstStep},
-		{Name: "s7-algo-search-spikes", write: s7AlgoSearchSpikes},
-		{Name: "s7-decode-high-water", write: s7DecodeHighWater},
-		{Name: "s7-eval-generate-ramps", WithHorizon: true, write: s7EvalGenerateRamps},
-		{Name: "s7-weight-averaging", WithHorizon: true, write: s7WeightAveraging},
-		{Name: "s7-hook-pileup", Growing: true, write: s7HookPileup},
-		{Name: "s7-communicator-churn", Growing: true, write: s7CommunicatorChurn},
-		{Name: "s7-notebook-tenants", Growing: true, write: s7NotebookTenants},
-		{Name: "s7-adapter-graph-pools", Growing: true, write: s7AdapterGraphPools},
-		{Name: "s7-progressive-resize-horizon", Growing: true, WithHorizon: true, write: s7ProgressiveResize},
-		{Name: "s7-rollout-length-horizon", Growing: true, WithHorizon: true, write: s7RolloutLength},
+func Sealed7Shapes() []SealedShape {
+	shapes := []SealedShape{
+		{Name: "s7-kv-preempt-cap", render: renderWith(sealed7Generate, s7KVPreemptCap)},
+		{Name: "s7-accum-first-step", render: renderWith(sealed7Generate, s7AccumFirstStep)},
+		{Name: "s7-algo-search-spikes", render: renderWith(sealed7Generate, s7AlgoSearchSpikes)},
+		{Name: "s7-decode-high-water", render: renderWith(sealed7Generate, s7DecodeHighWater)},
+		{Name: "s7-eval-generate-ramps", WithHorizon: true, render: renderWith(sealed7Generate, s7EvalGenerateRamps)},
+		{Name: "s7-weight-averaging", WithHorizon: true, render: renderWith(sealed7Generate, s7WeightAveraging)},
+		{Name: "s7-hook-pileup", Growing: true, render: renderWith(sealed7Generate, s7HookPileup)},
+		{Name: "s7-communicator-churn", Growing: true, render: renderWith(sealed7Generate, s7CommunicatorChurn)},
+		{Name: "s7-notebook-tenants", Growing: true, render: renderWith(sealed7Generate, s7NotebookTenants)},
+		{Name: "s7-adapter-graph-pools", Growing: true, render: renderWith(sealed7Generate, s7AdapterGraphPools)},
+		{Name: "s7-progressive-resize-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed7Generate, s7ProgressiveResize)},
+		{Name: "s7-rollout-length-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed7Generate, s7RolloutLength)},
 	}
 	for i := range shapes {
 		shapes[i].Seed0 = Sealed7Seed0 + uint64(i)*100_000
@@ -89,7 +69,7 @@ const s7Limit = 4 * 3600
 // it passes its instance, so that the reading always finds it over.
 const s7Linger = 30
 
-// Generate renders one run at hz (ShimHz or NVMLHz; both NVML-only). The
+// sealed7Generate renders one run of s, its workload written by write, at hz (ShimHz or NVMLHz; both NVML-only). The
 // workload's level is a line of points in continuous time (s7Line), read
 // at every 1/ShimHz tick through the seventh set's own device and poller
 // models:
@@ -114,7 +94,7 @@ const s7Linger = 30
 // instance, read at once as the bytes the driver refused; a quiet run
 // lasts its planned length. Every stream makes the same draws at both
 // rates, so the two series of a seed read the same levels.
-func (s Sealed7Shape) Generate(seed uint64, hz float64) SealedRun {
+func sealed7Generate(s SealedShape, write func(*s7Line) float64, seed uint64, hz float64) SealedRun {
 	world := rand.New(rand.NewPCG(s.Seed0+seed, sealed7World))
 	dev := newS7Device(rand.New(rand.NewPCG(s.Seed0+seed, sealed7Device)))
 	poll := newS7Poller(rand.New(rand.NewPCG(s.Seed0+seed, sealed7Poller)))
@@ -122,7 +102,7 @@ func (s Sealed7Shape) Generate(seed uint64, hz float64) SealedRun {
 	dev.reserved = math.Round(size*dev.reserved/mib) * mib
 	l := &s7Line{r: world, size: size, base: dev.reserved + dev.sidecar, pts: []s7Point{{}}}
 	l.fixed = l.base + dev.chatter
-	planned := s.write(l)
+	planned := write(l)
 	end := planned
 	if s.Growing {
 		l.wait(s7Linger)

@@ -25,11 +25,11 @@ func TestSealed7ShapesBehaveAsDescribed(t *testing.T) {
 		taken[s.Name] = true
 	}
 	for _, names := range [][]string{
-		namesOf(Sealed2Shapes(), func(s Sealed2Shape) string { return s.Name }),
-		namesOf(Sealed3Shapes(), func(s Sealed3Shape) string { return s.Name }),
-		namesOf(Sealed4Shapes(), func(s Sealed4Shape) string { return s.Name }),
-		namesOf(Sealed5Shapes(), func(s Sealed5Shape) string { return s.Name }),
-		namesOf(Sealed6Shapes(), func(s Sealed6Shape) string { return s.Name }),
+		namesOf(Sealed2Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed3Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed4Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed5Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed6Shapes(), func(s SealedShape) string { return s.Name }),
 	} {
 		for _, n := range names {
 			taken[n] = true
@@ -79,7 +79,7 @@ func namesOf[S any](shapes []S, name func(S) string) []string {
 	return out
 }
 
-func checkSealed7Run(t *testing.T, s Sealed7Shape, seed uint64, hz float64, run SealedRun) {
+func checkSealed7Run(t *testing.T, s SealedShape, seed uint64, hz float64, run SealedRun) {
 	t.Helper()
 	rows := run.Trace.Rows
 	if len(rows) < 10 {
@@ -125,7 +125,7 @@ func checkSealed7Run(t *testing.T, s Sealed7Shape, seed uint64, hz float64, run 
 
 // checkSealed7Rates checks that every 1 Hz reading is the 10 Hz reading of
 // the same tick, and that both rates end at the same OOM.
-func checkSealed7Rates(t *testing.T, s Sealed7Shape, seed uint64, fast, slow trace.Trace) {
+func checkSealed7Rates(t *testing.T, s SealedShape, seed uint64, fast, slow trace.Trace) {
 	t.Helper()
 	j := 0
 	for _, r := range slow.Rows {
