@@ -2,6 +2,8 @@ package eval
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,13 +74,31 @@ func scoreSealed(shapes []sealedShape, seeds int) ([]sealedRow, error) {
 }
 
 // formatSealed renders rows as the Markdown table of the set's page
-// (docs/predictor-sealed2.md to -sealed6.md).
+// (docs/predictor-sealed2.md and later). The last column counts failing
+// runs by instance: 5, 10, 20 and 40 GB, and any other size a run failed on.
 func formatSealed(rows []sealedRow) string {
-	var b strings.Builder
-	b.WriteString("| shape | rate | false marks | missed | marked < 5 s ahead | min lead (s) | median lead (s) | horizon: over 25% | latest mark (% of way) | failing runs by instance (5/10/20/40 GB) |\n" +
-		"|---|---|---|---|---|---|---|---|---|---|\n")
+	sizes := []uint64{5, 10, 20, 40}
 	for _, r := range rows {
-		by := fmt.Sprintf("%d/%d/%d/%d", r.Failing[5], r.Failing[10], r.Failing[20], r.Failing[40])
+		for gb := range r.Failing {
+			if !slices.Contains(sizes, gb) {
+				sizes = append(sizes, gb)
+			}
+		}
+	}
+	slices.Sort(sizes)
+	names := make([]string, len(sizes))
+	for i, gb := range sizes {
+		names[i] = strconv.FormatUint(gb, 10)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| shape | rate | false marks | missed | marked < 5 s ahead | min lead (s) | median lead (s) | horizon: over 25%% | latest mark (%% of way) | failing runs by instance (%s GB) |\n"+
+		"|---|---|---|---|---|---|---|---|---|---|\n", strings.Join(names, "/"))
+	for _, r := range rows {
+		counts := make([]string, len(sizes))
+		for i, gb := range sizes {
+			counts[i] = strconv.Itoa(r.Failing[gb])
+		}
+		by := strings.Join(counts, "/")
 		if !r.Growing {
 			fmt.Fprintf(&b, "| %s | %g Hz | %d/%d | – | – | – | – | – | – | %s |\n", r.Shape, r.Hz, r.FalseMarks, r.Seeds, by)
 			continue
