@@ -18,7 +18,8 @@ import "github.com/migpro/migpro/partitioner/geometry"
 // the most compute slices, when it fits there after the plan's destroys; an
 // idle instance of that profile at that very placement, which the plan
 // would destroy, is reused instead. A plan that reuses an instance is kept:
-// widening it would cost two NVML steps. The caller holds p.mu.
+// widening it would cost two NVML steps; so is one where a reservation on
+// the GPU would not admit the wider profile. The caller holds p.mu.
 func (p *Partitioner) widenInPlace(profile string, plan Plan) Plan {
 	n := len(plan.Steps)
 	if plan.Reuse != nil || n == 0 || plan.Steps[n-1].Kind != StepCreate {
@@ -40,8 +41,8 @@ func (p *Partitioner) widenInPlace(profile string, plan Plan) Plan {
 			wide, wideSlices = name, pr.Slices
 		}
 	}
-	if wide == "" {
-		return plan
+	if wide == "" || !p.reservationAllows(s, wide) || !p.reservationClear(s, wide, create.Placement) {
+		return plan // none, or a reservation on the GPU needs the slice
 	}
 	skip := map[int]bool{}
 	for _, st := range plan.Steps[:n-1] {
