@@ -1,6 +1,10 @@
 package partitioner
 
-import "github.com/migpro/migpro/partitioner/geometry"
+import (
+	"strings"
+
+	"github.com/migpro/migpro/partitioner/geometry"
+)
 
 // Widening in place. Some profiles share their memory slots and differ in
 // compute slices: an A100's 3g.20gb and 4g.20gb both take memory slots 0-3
@@ -15,7 +19,8 @@ import "github.com/migpro/migpro/partitioner/geometry"
 
 // widenInPlace turns a plan that creates profile into one that makes the
 // profile with the same memory, the same memory slots at the same start and
-// the most compute slices, when it fits there after the plan's destroys; an
+// the most compute slices (then the first by name; a "+me" profile only to
+// another), when it fits there after the plan's destroys; an
 // idle instance of that profile at that very placement, which the plan
 // would destroy, is reused instead. A plan that reuses an instance is kept:
 // widening it would cost two NVML steps; so is one where a reservation on
@@ -32,9 +37,11 @@ func (p *Partitioner) widenInPlace(profile string, plan Plan) Plan {
 		return plan
 	}
 	mask := geometry.SlotMask(create.Placement)
+	_, kind, _ := strings.Cut(profile, "+") // a media-extension profile widens only to another
 	wide, wideSlices := "", own.Slices
 	for name, pr := range s.profiles {
-		if pr.Slices <= wideSlices || pr.MemoryMiB != own.MemoryMiB {
+		if _, k, _ := strings.Cut(name, "+"); k != kind || pr.MemoryMiB != own.MemoryMiB ||
+			pr.Slices < wideSlices || pr.Slices == wideSlices && (wide == "" || name > wide) {
 			continue
 		}
 		if o, ok := s.geo.OptionAt(name, create.Placement.Start); ok && geometry.SlotMask(o.Placement) == mask {
