@@ -13,5 +13,8 @@
 // and orders the rest (decide.go). The mix decays over time
 // (WithClock sets the clock); a reservation (Reserve, ReserveFor) holds one
 // placement of a profile for a request that keeps waiting while the rest of
-// the node keeps serving.
+// the node keeps serving. A caller that takes any instance holding its
+// profile (AllocateHolding) is given a larger one when its own must wait
+// (substitute.go), and the wider profile of the same memory slots where its
+// own would leave a compute slice idle (widen.go).
 package partitioner

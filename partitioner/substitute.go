@@ -26,7 +26,9 @@ import (
 
 // AllocateHolding is AllocateAt for a caller that takes any instance holding
 // the profile (the agent's local API): the profile itself when it can be
-// reused or made now, else a larger instance (planLarger). Allocate,
+// reused or made now, made as the wider profile of the same memory where
+// that uses a compute slice which would otherwise idle (widenInPlace; not
+// when pinned), else a larger instance (planLarger). Allocate,
 // Provision and Plan stay exact, since the cluster's resources are per
 // profile. Plan.Asked is set when the instance is larger.
 func (p *Partitioner) AllocateHolding(ctx context.Context, profile string, pin *Pin, owner string) (Instance, Plan, error) {
@@ -42,6 +44,9 @@ func (p *Partitioner) PlanHolding(profile string) (Plan, error) {
 
 func (p *Partitioner) decideHolding(profile string, pin *Pin) (Plan, error) {
 	plan, err := p.decidePinned(profile, pin)
+	if err == nil && pin == nil {
+		return p.widenInPlace(profile, plan), nil
+	}
 	if !errors.Is(err, ErrMustWait) {
 		return plan, err
 	}

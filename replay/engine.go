@@ -27,7 +27,9 @@ type jobState struct {
 	sized   uint64
 	needAll bool
 	// began is whether a run of the job has started, startedAt when the
-	// first did and firstProfile on what (start-wait metrics).
+	// first did and firstProfile what it asked for then (start-wait
+	// metrics: a request served on a larger or wider instance counts by
+	// the profile it asked for).
 	began        bool
 	startedAt    float64
 	firstProfile string

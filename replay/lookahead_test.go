@@ -19,10 +19,14 @@ func onlineCase(t *testing.T, model string, gpus int, load float64, seed uint64)
 	return jobs, Config{Model: model, Nodes: 1, GPUsPerNode: gpus, Seed: 1}
 }
 
-// On two A100s at load 0.9 (seed 1), arrival order with backfill leaves
-// first-fit, migpro and migpro with reservations within 10% of each other;
-// planning over the known queue cuts mean JCT by more than that (measured:
-// first-fit's is 1.21× migpro+plan's, migpro+reserve's 1.26×).
+// On two A100s at load 0.9 (seed 1), planning over the known queue cuts
+// first-fit's mean JCT by more than 10% (measured: first-fit's is 1.18×
+// migpro+plan's; 1.21× before the agent widened in place). Against
+// migpro+reserve the planner no longer leads: since a caller that takes any
+// instance holding its profile is given the wider profile of the same memory
+// slots (partitioner.AllocateHolding, docs/replay-round7.md), which
+// migpro+reserve models too, it is 0.97× migpro+plan's (was 1.26×), so the
+// test asks only that the planner not fall more than 5% behind it.
 func TestPlanBeatsArrivalOrder(t *testing.T) {
 	jobs, cfg := onlineCase(t, "a100-40gb", 2, 0.9, 1)
 	ff := simRun(t, jobs, cfg, policy(t, "first-fit"))
@@ -31,10 +35,11 @@ func TestPlanBeatsArrivalOrder(t *testing.T) {
 	if plan.Moves == 0 {
 		t.Fatal("the planner moved nothing")
 	}
-	for _, base := range []*Result{ff, res} {
-		if r := base.MeanJCT / plan.MeanJCT; r < 1.10 {
-			t.Errorf("%s mean JCT %.0f s ÷ migpro+plan's %.0f s = %.3f, want ≥ 1.10", base.Policy, base.MeanJCT, plan.MeanJCT, r)
-		}
+	if r := ff.MeanJCT / plan.MeanJCT; r < 1.10 {
+		t.Errorf("first-fit mean JCT %.0f s ÷ migpro+plan's %.0f s = %.3f, want ≥ 1.10", ff.MeanJCT, plan.MeanJCT, r)
+	}
+	if r := res.MeanJCT / plan.MeanJCT; r < 0.95 {
+		t.Errorf("migpro+reserve mean JCT %.0f s ÷ migpro+plan's %.0f s = %.3f, want ≥ 0.95", res.MeanJCT, plan.MeanJCT, r)
 	}
 }
 

@@ -13,8 +13,11 @@ import (
 // slices sit stranded: free, but in no free memory slots a profile could
 // use beside the instances held.
 
-// SizeWait is the arrival-to-start time of the jobs whose first run was a
-// profile of one size (compute slices, "4g").
+// SizeWait is the arrival-to-start time of the jobs that asked for a
+// profile of one size (compute slices, "4g") when their first run started,
+// whatever instance served it (a static layout's larger idle instance, a
+// larger or wider one the agent gives a caller that takes any instance
+// holding its profile).
 type SizeWait struct {
 	Size string  `json:"size"`
 	Jobs int     `json:"jobs"`

@@ -77,17 +77,18 @@ func TestNoWaitIsFixableByIdleInstances(t *testing.T) {
 
 // Placement against first-fit on online streams (A100, 2, 4 and 8 GPUs,
 // load 0.8 and 0.9, the tuning seeds 1, 2 and 7 to 18): the geometric mean
-// of first-fit's mean JCT over migpro's must stay at the measured 1.017 and
-// the worst stream at the measured 0.864 (with a layout counting only the
-// profiles a node was asked for; 1.031 and 0.940 on seeds 1 and 2 alone
-// before it, 1.015 and 0.892 after, so two seeds were too few to judge it;
-// 1.020 and 0.890 over these 84 streams before migpro packed onto the
-// busier GPU ahead of the capacity loss, which gains against nvidia-dra and
-// hami on two GPUs and gives back a little of the lead over first-fit on
-// four and eight, docs/replay-findings.md).
-// Issue 12 asks for 1.15 with no stream below 1; that is not reached
-// (docs/replay-results.md says why), and these bounds catch a regression
-// from what is.
+// of first-fit's mean JCT over migpro's must stay at the measured 1.120 and
+// no stream may fall behind first-fit (worst measured 1.008), since a caller
+// that takes any instance holding its profile gets the wider profile of the
+// same memory slots where a slice would idle (an A100's 3g.20gb at slot 0
+// made as 4g.20gb, docs/replay-round7.md). Before that: 1.017 and 0.864
+// (with a layout counting only the profiles a node was asked for and
+// packing onto the busier GPU ahead of the capacity loss; 1.031 and 0.940
+// on seeds 1 and 2 alone before the first of those, so two seeds were too
+// few to judge it; docs/replay-findings.md).
+// Issue 12 asks for 1.15 with no stream below 1; the second half is now
+// met, the first is not (docs/replay-results.md says why), and these
+// bounds catch a regression from what is.
 func TestMigproBeatsFirstFitByTheMeasuredMargin(t *testing.T) {
 	sum, n, worst := 0.0, 0, math.Inf(1)
 	for _, gpus := range []int{2, 4, 8} {
@@ -107,11 +108,11 @@ func TestMigproBeatsFirstFitByTheMeasuredMargin(t *testing.T) {
 		}
 	}
 	g := math.Exp(sum / float64(n))
-	if g < 1.015 {
-		t.Errorf("first-fit ÷ migpro mean JCT, geometric mean over %d streams: %.3f, want ≥ 1.015 (measured 1.017)", n, g)
+	if g < 1.11 {
+		t.Errorf("first-fit ÷ migpro mean JCT, geometric mean over %d streams: %.3f, want ≥ 1.11 (measured 1.120)", n, g)
 	}
-	if worst < 0.86 {
-		t.Errorf("first-fit ÷ migpro mean JCT, worst of %d streams: %.3f, want ≥ 0.86 (measured 0.864)", n, worst)
+	if worst < 1 {
+		t.Errorf("first-fit ÷ migpro mean JCT, worst of %d streams: %.3f, want ≥ 1 (measured 1.008)", n, worst)
 	}
 	t.Logf("first-fit ÷ migpro mean JCT over %d streams: geometric mean %.4f, worst %.4f", n, g, worst)
 }

@@ -94,7 +94,7 @@ func (e *engine) begin(r *run) {
 	r.started, r.last, r.progress = true, e.now, 0
 	r.rec.Started = e.now
 	if !r.j.began {
-		r.j.began, r.j.startedAt, r.j.firstProfile = true, e.now, r.g.profile.Name
+		r.j.began, r.j.startedAt, r.j.firstProfile = true, e.now, r.j.profile.Name
 	}
 	if p, ok := r.j.job.Mem.OOMAt(r.g.profile.Memory); ok {
 		r.oomAt = p

@@ -46,18 +46,37 @@ func TestWidenGivesIdleSlicesToRunsThatAskForMemory(t *testing.T) {
 		t.Errorf("mean JCT %.1f s, want 3062.5 s (all four at once, three on two slices)", r.MeanJCT)
 	}
 
+	// Without the replay's Widen the agent's own rule does the same here: a
+	// caller that takes any instance holding its profile gets, where its
+	// profile would leave a slice idle under its memory slots, the wider
+	// profile of the same slots (partitioner.AllocateHolding; a 1g.10gb at
+	// slot 0, 2 or 4 is made as a 2g.10gb). Before that rule: four 1g.10gb,
+	// 4,900 s.
 	pol.Widen = false
 	r = simRun(t, jobs, oneGPU, pol)
-	if n := profileCounts(r); n["1g.10gb"] != 4 || r.MeanJCT != 4900 {
-		t.Errorf("without widening: first profiles %v, mean JCT %.1f s; want four 1g.10gb, 4900 s", n, r.MeanJCT)
+	if n := profileCounts(r); n["2g.10gb"] != 3 || n["1g.10gb"] != 1 || r.MeanJCT != (3*2450+4900)/4.0 {
+		t.Errorf("without the replay's widening: first profiles %v, mean JCT %.1f s; want three 2g.10gb and one 1g.10gb, 3062.5 s (the agent widens in place)", n, r.MeanJCT)
 	}
 }
 
-// A job that names its profile gets that profile, idle slices or not.
-func TestWidenKeepsANamedProfile(t *testing.T) {
+// A job that names its profile is left alone by the replay's Widen, and the
+// agent widens it only in place: three named 1g.10gb become 2g.10gb at slots
+// 0, 2 and 4, where a 1g.10gb would leave the second slice under its memory
+// slots idle, and the fourth stays a 1g.10gb at slot 6, where no 2g.10gb
+// fits and no slice idles.
+func TestNamedProfileWidensOnlyInPlace(t *testing.T) {
 	r := simRun(t, memoryJobs(4, "1g.10gb"), oneGPU, policy(t, "migpro+plan"))
-	if n := profileCounts(r); n["1g.10gb"] != 4 {
-		t.Errorf("first profiles %v, want the four named 1g.10gb", n)
+	for _, run := range r.Runs {
+		want := "2g.10gb"
+		if run.Start == 6 {
+			want = "1g.10gb"
+		}
+		if run.Profile != want {
+			t.Errorf("%s ran on %s at slot %d, want %s", run.Job, run.Profile, run.Start, want)
+		}
+	}
+	if n := profileCounts(r); n["2g.10gb"] != 3 || n["1g.10gb"] != 1 {
+		t.Errorf("first profiles %v, want three 2g.10gb and one 1g.10gb", n)
 	}
 }
 

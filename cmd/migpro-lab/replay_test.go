@@ -207,10 +207,13 @@ func TestReplayPlanMovesTheQueue(t *testing.T) {
 }
 
 // Widening through the CLI: four jobs replayed from a CSV each hold 8 GiB
-// on one A100. Asked for by memory, migpro gives them four 1g.10gb
-// (4,900 s each), and migpro+plan widens three onto 2g.10gb, which hold
-// the same memory on two slices (2,450 s): mean JCT about 3,063 s. Named
-// as 1g.10gb in the CSV, they keep that profile under both policies.
+// on one A100. Three start on 2g.10gb, which hold the same memory on two
+// slices (2,450 s), and one on the 1g.10gb at slots 6-7 (4,900 s): mean JCT
+// about 3,063 s, under migpro+plan (the replay's widening, "widened" in its
+// detail) and under migpro too, asked for by memory or named as 1g.10gb in
+// the CSV, since the agent gives a caller that takes any instance holding
+// its profile the wider profile of the same memory slots where a slice would
+// idle (partitioner.AllocateHolding; before that rule migpro took 4,900 s).
 func TestReplayWidensJobsThatAskForMemory(t *testing.T) {
 	for _, named := range []bool{false, true} {
 		csv := "id,arrival_s,full_runtime_s,peak_gib,scaling,profile\n"
@@ -230,15 +233,11 @@ func TestReplayWidensJobsThatAskForMemory(t *testing.T) {
 			t.Fatalf("rows %+v", rows)
 		}
 		migpro, plan := rows[0].MeanJCT, rows[1].MeanJCT
-		if named {
-			if plan < 4900 || migpro < 4900 {
-				t.Errorf("named 1g.10gb: mean JCT migpro %.0f s, migpro+plan %.0f s; want both at least 4,900 s (no widening)", migpro, plan)
-			}
-			continue
+		if plan > 3100 || migpro > 3100 {
+			t.Errorf("named %v: mean JCT migpro %.0f s, migpro+plan %.0f s; want both at most 3,100 s (three widened in place)", named, migpro, plan)
 		}
-		if !strings.Contains(rows[1].Detail, "widened") || plan > 3100 || migpro < 4900 {
-			t.Errorf("by memory: mean JCT migpro %.0f s, migpro+plan %.0f s (%s); want at least 4,900 s and at most 3,100 s, widened",
-				migpro, plan, rows[1].Detail)
+		if !strings.Contains(rows[1].Detail, "widened") {
+			t.Errorf("migpro+plan detail %q, want it to say widened", rows[1].Detail)
 		}
 	}
 }
