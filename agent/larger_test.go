@@ -39,3 +39,32 @@ func TestLocalAllocLargerServesOnAnotherModel(t *testing.T) {
 		t.Fatalf("status %+v lacks the larger instance held by local:any", st.Instances)
 	}
 }
+
+// A local caller that accepts a larger instance gets, where its profile
+// would leave a compute slice with no memory slot, the wider profile of the
+// same slots: an A100's 3g.20gb at slot 0 is made as 4g.20gb; an exact
+// caller gets the 3g.20gb it asked for there.
+func TestLocalAllocLargerWidensInPlace(t *testing.T) {
+	for _, c := range []struct {
+		larger bool
+		want   string
+	}{{false, "3g.20gb"}, {true, "4g.20gb"}} {
+		e := newEnv(t, "a100-40gb")
+		cl := runAgent(t, e.start(t))
+		ctx := context.Background()
+		first, err := cl.Alloc(ctx, client.AllocRequest{Profile: "3g.20gb", Owner: "upper"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Placement.Start != 4 || first.Profile != "3g.20gb" {
+			t.Fatalf("first 3g.20gb: %+v, want the upper half (slot 4)", first)
+		}
+		r, err := cl.Alloc(ctx, client.AllocRequest{Profile: "3g.20gb", Owner: "lower", Larger: c.larger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Placement.Start != 0 || r.Profile != c.want {
+			t.Errorf("larger=%v: got %s at slot %d, want %s at slot 0", c.larger, r.Profile, r.Placement.Start, c.want)
+		}
+	}
+}

@@ -16,10 +16,13 @@ type AllocRequest struct {
 	Profile string `json:"profile"`
 	// Owner labels the holder in status pictures (default "local").
 	Owner string `json:"owner,omitempty"`
-	// Larger accepts, when the profile itself would have to wait, the
-	// smallest instance that holds it (at least its compute slices and
-	// memory), of any profile or GPU model; the answer's Profile says
-	// which. Without it the agent serves exactly the profile asked for.
+	// Larger accepts an instance of another profile that holds this one (at
+	// least its compute slices and memory): when the profile itself would
+	// have to wait, the smallest such instance, of any profile or GPU
+	// model; and where the profile would leave a compute slice with no
+	// memory slot (an A100's 3g.20gb at slot 0), the wider profile of the
+	// same memory slots (4g.20gb). The answer's Profile says which.
+	// Without it the agent serves exactly the profile asked for.
 	Larger bool `json:"larger,omitempty"`
 }
 
