@@ -114,6 +114,13 @@ type Strategy struct {
 	// only.
 	ReserveRunFactor                               float64
 	ReserveLarge, ReserveAnyNode, ReserveNearEmpty bool
+	// Exact serves every request exactly the profile it asked for
+	// (partitioner.Plan and Allocate), as the agent serves a pod that asks
+	// for a per-profile resource. Without it migpro and reachability serve
+	// as the agent serves a local caller that accepts a larger instance
+	// (PlanHolding and AllocateHolding, AllocRequest.Larger): on a larger
+	// instance when the profile would wait, and widened in place.
+	Exact bool
 	// PCIeAware prefers, for PCIe-heavy jobs, the GPU with the fewest
 	// PCIe-heavy runs.
 	PCIeAware bool
@@ -152,6 +159,7 @@ func Policies() []Strategy {
 		{Name: "hami", Kind: HAMi, DestroyAtEnd: true},
 		{Name: "reachability", Kind: Reachability},
 		{Name: "migpro", Kind: Migpro},
+		{Name: "migpro/exact", Kind: Migpro, Exact: true},
 		{Name: "migpro+reserve", Kind: Migpro, Reserve: true},
 		{Name: "migpro+reserve-after", Kind: Migpro, ReserveAfter: 120},
 		{Name: "migpro+predict", Kind: Migpro, Predict: true},
@@ -170,7 +178,7 @@ func Policies() []Strategy {
 // predictor's moves, the other queue orders, the PCIe-aware choice) exist
 // only in the replay.
 func (s Strategy) SimulatorOnly() bool {
-	plain := Strategy{Name: s.Name, Kind: s.Kind, ReserveAfter: s.ReserveAfter}
+	plain := Strategy{Name: s.Name, Kind: s.Kind, ReserveAfter: s.ReserveAfter, Exact: s.Exact}
 	if s != plain {
 		return true
 	}
