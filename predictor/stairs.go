@@ -120,6 +120,9 @@ type stairs struct {
 	// from, and the rise and count of those that ended.
 	burstFrom, burstSum float64
 	bursts              int
+	// climbs counts the container's rises that came after its peak held
+	// for stagePause or more, whatever run they belong to (see stage).
+	climbs int
 }
 
 // rise is one rise: its time, the peak after it, the gap and step before
@@ -198,6 +201,9 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 		return
 	}
 	gap, step := t-s.lastT, peak-s.level
+	if s.n > 0 && gap >= stagePause {
+		s.climbs++
+	}
 	s.burst(gap)
 	s.level = peak
 	if s.n == 0 {
