@@ -77,6 +77,9 @@ import "math"
 //     the horizon.
 //   - Where the container's first run ends (loadEnd) also tells the windows
 //     which of them hold the load (holdsLoad): the load gate of migpro.check.
+//   - How often the container's peak climbed after holding (climbs) tells
+//     a steep window with a horizon whether it is a stage of the run
+//     (stage, stairs_trend.go), asked NearTime.
 //
 // It runs only on series in seconds (EvictionTime set, as ForSeconds does).
 // Its cost is O(1) per sample, O(stairsRing) on a sample that could mark.
