@@ -250,6 +250,11 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 	}
 	elapsed := now - p.first
 	lead := p.cfg.leadFor(m.riseLead(sc, &p.cfg), elapsed)
+	if p.cfg.Horizon > now && !p.cfg.without(ablate.TrendGate) && m.stairs.stage(&p.cfg, elapsed) {
+		// A steep window with a horizon, late in a run whose peak has
+		// not climbed again and again: a stage of the run (stage).
+		lead = min(lead, p.cfg.NearTime)
+	}
 	tto := max(0, (capacity-upper(now))/sc.fit.slope())
 	if tto > lead || (!p.cfg.without(ablate.JumpGate) && m.jumpOnly(sc)) {
 		return verdict{}, false
