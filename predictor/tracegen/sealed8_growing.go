@@ -72,12 +72,12 @@ func s8SceneTiles(p *s8Tape) float64 {
 	room := p.start()
 	p.copyUp(0.05, 0.15, room)       // shaders, the scene's shared assets
 	p.add(p.draw(0.02, 0.06) * room) // render targets
-	tiles := 80 + p.r.IntN(321)      // tiles of median size that fill what is left
+	tiles := 150 + p.r.IntN(451)     // tiles of median size that fill what is left
 	median := p.left() / float64(tiles)
 	sigma := p.draw(0.3, 0.8)
 	radius := 1 + p.r.IntN(2)
 	straight := p.draw(0.6, 0.95)
-	moveGap, moves, dwell := p.draw(0.5, 4), p.draw(5, 60), p.draw(5, 120)
+	moveGap, moves, dwell := p.draw(1, 6), p.draw(5, 40), p.draw(10, 180)
 	bps := p.draw(1e9, 4e9)
 	seen := map[[2]int]bool{}
 	x, y, dx, dy := 0, 0, 1, 0
@@ -170,10 +170,10 @@ func s8Overload(p *s8Tape) float64 {
 	base, avail := p.v, p.left()
 	prompt, out := p.draw(100, 1000), p.draw(100, 600)
 	step0 := p.draw(0.015, 0.04) // a decoding step's fixed seconds
-	load0 := p.draw(0.3, 0.7)    // the traffic over the throughput, before
+	load0 := p.draw(0.2, 0.6)    // the traffic over the throughput, before
 	running0 := p.draw(16, 64)   // requests running then, on average
 	stepEach := step0 * load0 / (running0 * (1 - load0))
-	perTok := p.draw(0.2, 0.4) * avail / (running0 * (prompt + out/2))
+	perTok := p.draw(0.1, 0.25) * avail / (running0 * (prompt + out/2))
 	rate0 := load0 / (stepEach * out)
 	rate1 := p.draw(1.03, 1.25) / (stepEach * out)
 	surge := p.t + p.draw(300, 2400)
@@ -226,8 +226,9 @@ func s8MeshRefine(p *s8Tape) float64 {
 	power := p.draw(0.7, 2)
 	levels := 2 + p.r.IntN(4)
 	regrid, step, flux := p.draw(5, 60), p.draw(0.2, 2), p.draw(0.02, 0.08)
+	first := fine
 	want := func(t float64) float64 {
-		return fine + (top-fine)*math.Pow(math.Max(0, (t-t0)/(oom-t0)), power)
+		return first + (top-first)*math.Pow(math.Max(0, (t-t0)/(oom-t0)), power)
 	}
 	p.ramp(p.v+fine, p.draw(1, 5))
 	next := p.t + regrid
