@@ -21,7 +21,7 @@ func s8OffloadStream(p *s8Tape) float64 {
 	p.hold(p.draw(3, 30))
 	base := p.v
 	ahead := 1 + p.r.IntN(3) // layers copied ahead of the one running
-	largest := p.draw(0.6, 0.95) * p.room() / float64(ahead+1)
+	largest := math.Min(p.draw(1e9, 2.5e9), p.draw(0.6, 0.95)*p.room()/float64(ahead+1))
 	n := 16 + p.r.IntN(65)
 	layers := make([]float64, n)
 	mean := 0.0
@@ -31,14 +31,14 @@ func s8OffloadStream(p *s8Tape) float64 {
 	}
 	per := mean / p.draw(8e9, 24e9) // seconds a layer, copy-bound
 	busy := p.draw(0.2, 0.9)
-	rate := busy / (68 * float64(n) * per) // requests a second
+	rate := busy / (50 * float64(n) * per) // requests a second
 	end := p.t + p.draw(1500, 4800)
 	for p.t < end {
 		p.hold(math.Min(p.r.ExpFloat64()/rate, end-p.t))
 		if p.t >= end {
 			break
 		}
-		passes := math.Ceil(p.draw(8, 128))
+		passes := math.Ceil(p.draw(4, 96))
 		p.trace(passes*float64(n)*per, func(x float64) float64 {
 			j := int(x / per)
 			held := 0.0
