@@ -13,11 +13,18 @@ const sealed8Seeds = 100
 // sealed8Gaps are the rows (shape@rate) of the eighth sealed set that miss
 // issue 29's bar with the predictor this file was written against, scored
 // once on the sealer8 branch, whose predictor is main's at 0ff2399, as
-// docs/predictor-sealed8.md reports them. Every other row is held to the
-// bar with no tolerance, and a listed row that meets it fails the test too,
-// so the list cannot outlive the gap. Only the lead updates it, from a run
-// on the final predictor.
-var sealed8Gaps = map[string]bool{}
+// docs/predictor-sealed8.md reports them: 12 of 24 rows. Every other row
+// is held to the bar with no tolerance, and a listed row that meets it
+// fails the test too, so the list cannot outlive the gap. Only the lead
+// updates it, from a run on the final predictor.
+var sealed8Gaps = map[string]bool{
+	"s8-batch-probe-horizon@10": true, "s8-batch-probe-horizon@1": true,
+	"s8-kernel-matrix-rounds@10": true, "s8-kernel-matrix-rounds@1": true,
+	"s8-undetached-state@10": true, "s8-undetached-state@1": true,
+	"s8-overload-no-backpressure@10": true, "s8-overload-no-backpressure@1": true,
+	"s8-mesh-refine-horizon@10": true, "s8-mesh-refine-horizon@1": true,
+	"s8-metric-state-horizon@10": true, "s8-metric-state-horizon@1": true,
+}
 
 // sealed8Set adapts shapes of the set (tracegen.Sealed8Shapes) to the
 // shared scorer.
