@@ -39,26 +39,6 @@ var Sealed8Sizes = [...]float64{
 	80e9, 80e9,
 }
 
-// Sealed8Shape is one shape of the eighth sealed held-out set: an
-// NVML-only series (t, used_bytes) following how a kind of workload is
-// generally known to use GPU memory, on an instance the seed draws.
-// docs/predictor-sealed8.md describes each shape and its parameters. Nobody
-// tuning the predictor reads these generators or their results.
-type Sealed8Shape struct {
-	Name string
-	// Growing shapes run out of their instance; quiet ones never do.
-	Growing bool
-	// WithHorizon says the run declares its planned length; the run's
-	// Horizon then carries it.
-	WithHorizon bool
-	// Seed0 is added to every seed the shape is rendered with.
-	Seed0 uint64
-	// write records the workload's level on a tape and returns the run's
-	// planned length in seconds: a quiet run keeps its last level up to
-	// it; a growing one returns 0 or its declared length.
-	write func(p *s8Tape) float64
-}
-
 // Sealed8Shapes is the eighth sealed held-out set: six quiet shapes
 // (weights streamed layer by layer from the host, a table in managed
 // memory paged in on first touch, serving under a traffic tide, a
@@ -68,21 +48,24 @@ type Sealed8Shape struct {
 // matrix, world tiles streamed and never evicted, a recurrent state never
 // detached, a server overloaded without back-pressure; with a declared
 // horizon, adaptive mesh refinement and a metric that keeps every
-// prediction).
-func Sealed8Shapes() []Sealed8Shape {
-	shapes := []Sealed8Shape{
-		{Name: "s8-offload-stream", write: s8OffloadStream},
-		{Name: "s8-managed-pagein", write: s8ManagedPageIn},
-		{Name: "s8-traffic-tide", write: s8TrafficTide},
-		{Name: "s8-neighbor-list-slack", write: s8NeighborList},
-		{Name: "s8-layerwise-quantize-horizon", WithHorizon: true, write: s8LayerwiseQuantize},
-		{Name: "s8-batch-probe-horizon", WithHorizon: true, write: s8BatchProbe},
-		{Name: "s8-kernel-matrix-rounds", Growing: true, write: s8KernelRounds},
-		{Name: "s8-scene-tiles", Growing: true, write: s8SceneTiles},
-		{Name: "s8-undetached-state", Growing: true, write: s8UndetachedState},
-		{Name: "s8-overload-no-backpressure", Growing: true, write: s8Overload},
-		{Name: "s8-mesh-refine-horizon", Growing: true, WithHorizon: true, write: s8MeshRefine},
-		{Name: "s8-metric-state-horizon", Growing: true, WithHorizon: true, write: s8MetricState},
+// prediction). Each follows how a kind of workload is generally known to
+// use GPU memory; docs/predictor-sealed8.md describes each shape and its
+// parameters. Nobody tuning the predictor reads these generators or their
+// results.
+func Sealed8Shapes() []SealedShape {
+	shapes := []SealedShape{
+		{Name: "s8-offload-stream", render: renderWith(sealed8Generate, s8OffloadStream)},
+		{Name: "s8-managed-pagein", render: renderWith(sealed8Generate, s8ManagedPageIn)},
+		{Name: "s8-traffic-tide", render: renderWith(sealed8Generate, s8TrafficTide)},
+		{Name: "s8-neighbor-list-slack", render: renderWith(sealed8Generate, s8NeighborList)},
+		{Name: "s8-layerwise-quantize-horizon", WithHorizon: true, render: renderWith(sealed8Generate, s8LayerwiseQuantize)},
+		{Name: "s8-batch-probe-horizon", WithHorizon: true, render: renderWith(sealed8Generate, s8BatchProbe)},
+		{Name: "s8-kernel-matrix-rounds", Growing: true, render: renderWith(sealed8Generate, s8KernelRounds)},
+		{Name: "s8-scene-tiles", Growing: true, render: renderWith(sealed8Generate, s8SceneTiles)},
+		{Name: "s8-undetached-state", Growing: true, render: renderWith(sealed8Generate, s8UndetachedState)},
+		{Name: "s8-overload-no-backpressure", Growing: true, render: renderWith(sealed8Generate, s8Overload)},
+		{Name: "s8-mesh-refine-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed8Generate, s8MeshRefine)},
+		{Name: "s8-metric-state-horizon", Growing: true, WithHorizon: true, render: renderWith(sealed8Generate, s8MetricState)},
 	}
 	for i := range shapes {
 		shapes[i].Seed0 = Sealed8Seed0 + uint64(i)*100_000
@@ -98,8 +81,11 @@ const s8Limit = 3 * 3600
 // so that the reading always finds it over the instance.
 const s8Linger = 20
 
-// Generate renders one run at hz (ShimHz or NVMLHz; both NVML-only). The
-// shape records the workload's level for every tick of a 1/ShimHz grid on
+// sealed8Generate renders one run of s, its workload recorded by write, at
+// hz (ShimHz or NVMLHz; both NVML-only). write records the workload's level
+// on a tape and returns the run's planned length in seconds: a quiet run
+// keeps its last level up to it; a growing one returns 0 or its declared
+// length. The shape records the workload's level for every tick of a 1/ShimHz grid on
 // a tape (s8Tape); each tick is read through the eighth set's own device
 // and poller models:
 //   - the driver's reserve shows from the first reading: 100-300 MB plus
@@ -125,14 +111,14 @@ const s8Linger = 20
 // instance, read at once as the bytes the driver refused; a quiet run
 // lasts its planned length. Every stream makes the same draws at both
 // rates, so the two series of a seed read the same levels.
-func (s Sealed8Shape) Generate(seed uint64, hz float64) SealedRun {
+func sealed8Generate(s SealedShape, write func(*s8Tape) float64, seed uint64, hz float64) SealedRun {
 	world := rand.New(rand.NewPCG(s.Seed0+seed, sealed8World))
 	dev := newS8Device(rand.New(rand.NewPCG(s.Seed0+seed, sealed8Device)))
 	poll := newS8Poller(rand.New(rand.NewPCG(s.Seed0+seed, sealed8Poller)))
 	size := Sealed8Sizes[world.IntN(len(Sealed8Sizes))]
 	dev.reserve = math.Ceil((dev.reserve+size*dev.share)/(2*mib)) * 2 * mib
 	p := &s8Tape{r: world, size: size, base: dev.reserve, fixed: dev.reserve + dev.bound()}
-	planned := s.write(p)
+	planned := write(p)
 	end := planned
 	if s.Growing {
 		p.hold(s8Linger)

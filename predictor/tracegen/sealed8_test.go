@@ -25,12 +25,12 @@ func TestSealed8ShapesBehaveAsDescribed(t *testing.T) {
 		taken[s.Name] = true
 	}
 	for _, names := range [][]string{
-		namesOf(Sealed2Shapes(), func(s Sealed2Shape) string { return s.Name }),
-		namesOf(Sealed3Shapes(), func(s Sealed3Shape) string { return s.Name }),
-		namesOf(Sealed4Shapes(), func(s Sealed4Shape) string { return s.Name }),
-		namesOf(Sealed5Shapes(), func(s Sealed5Shape) string { return s.Name }),
-		namesOf(Sealed6Shapes(), func(s Sealed6Shape) string { return s.Name }),
-		namesOf(Sealed7Shapes(), func(s Sealed7Shape) string { return s.Name }),
+		namesOf(Sealed2Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed3Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed4Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed5Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed6Shapes(), func(s SealedShape) string { return s.Name }),
+		namesOf(Sealed7Shapes(), func(s SealedShape) string { return s.Name }),
 	} {
 		for _, n := range names {
 			taken[n] = true
@@ -84,7 +84,7 @@ func TestSealed8ShapesBehaveAsDescribed(t *testing.T) {
 	}
 }
 
-func checkSealed8Run(t *testing.T, s Sealed8Shape, seed uint64, hz float64, run SealedRun) {
+func checkSealed8Run(t *testing.T, s SealedShape, seed uint64, hz float64, run SealedRun) {
 	t.Helper()
 	rows := run.Trace.Rows
 	if len(rows) < 10 {
@@ -134,7 +134,7 @@ func checkSealed8Run(t *testing.T, s Sealed8Shape, seed uint64, hz float64, run 
 // checkSealed8Rates checks that every 1 Hz reading is the 10 Hz reading of
 // the same tick, that the 1 Hz series polls about once a second, and that
 // both rates end at the same OOM.
-func checkSealed8Rates(t *testing.T, s Sealed8Shape, seed uint64, fast, slow trace.Trace) {
+func checkSealed8Rates(t *testing.T, s SealedShape, seed uint64, fast, slow trace.Trace) {
 	t.Helper()
 	j := 0
 	for _, r := range slow.Rows {
