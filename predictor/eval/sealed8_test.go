@@ -14,10 +14,10 @@ const sealed8Seeds = 100
 // issue 29's bar with the predictor this file was written against, scored
 // once on the sealer8 branch, whose predictor is main's at 0ff2399 (the
 // same at 2761e1a, where the branch was rebased and scored again to the
-// same table), as docs/predictor-sealed8.md reports them: 12 of 24 rows. Every other row
-// is held to the bar with no tolerance, and a listed row that meets it
-// fails the test too, so the list cannot outlive the gap. Only the lead
-// updates it, from a run on the final predictor.
+// same table), as docs/predictor-sealed8.md reports them: 12 of 24 rows.
+// Every other row is held to the bar with no tolerance, and a listed row
+// that meets it fails the test too, so the list cannot outlive the gap.
+// Only the lead updates it, from a run on the final predictor.
 var sealed8Gaps = map[string]bool{
 	"s8-batch-probe-horizon@10": true, "s8-batch-probe-horizon@1": true,
 	"s8-kernel-matrix-rounds@10": true, "s8-kernel-matrix-rounds@1": true,
