@@ -3,8 +3,6 @@ package tracegen
 import (
 	"strings"
 	"testing"
-
-	"github.com/migpro/migpro/predictor/trace"
 )
 
 // TestSealed7ShapesBehaveAsDescribed checks the seventh sealed set's
@@ -58,9 +56,9 @@ func TestSealed7ShapesBehaveAsDescribed(t *testing.T) {
 		}
 		for seed := range uint64(sealedTestSeeds) {
 			fast, slow := s.Generate(seed, ShimHz), s.Generate(seed, NVMLHz)
-			checkSealed7Run(t, s, seed, ShimHz, fast)
-			checkSealed7Run(t, s, seed, NVMLHz, slow)
-			checkSealed7Rates(t, s, seed, fast.Trace, slow.Trace)
+			checkSealedRun(t, s, seed, ShimHz, fast, s7Limit, 0)
+			checkSealedRun(t, s, seed, NVMLHz, slow, s7Limit, 0)
+			checkSealedRates(t, s, seed, fast.Trace, slow.Trace)
 		}
 	}
 	if 2*growing < len(shapes)-1 || 2*growing > len(shapes)+1 {
@@ -79,85 +77,6 @@ func namesOf[S any](shapes []S, name func(S) string) []string {
 	return out
 }
 
-func checkSealed7Run(t *testing.T, s SealedShape, seed uint64, hz float64, run SealedRun) {
-	t.Helper()
-	rows := run.Trace.Rows
-	if len(rows) < 10 {
-		t.Errorf("%s seed %d at %g Hz: %d rows", s.Name, seed, hz, len(rows))
-		return
-	}
-	if (run.Horizon > 0) != s.WithHorizon {
-		t.Errorf("%s seed %d: horizon %g", s.Name, seed, run.Horizon)
-	}
-	for i := 1; i < len(rows); i++ {
-		if rows[i].T <= rows[i-1].T {
-			t.Errorf("%s seed %d at %g Hz: time stamps %g then %g", s.Name, seed, hz, rows[i-1].T, rows[i].T)
-			return
-		}
-	}
-	capacity := float64(run.Capacity)
-	last := rows[len(rows)-1]
-	if !s.Growing {
-		for _, r := range rows {
-			if float64(r.Used) >= 0.9*capacity {
-				t.Errorf("%s seed %d at %g Hz: %d bytes at %.1f s, over 90%% of %g", s.Name, seed, hz, r.Used, r.T, capacity)
-				return
-			}
-		}
-		if s.WithHorizon && last.T < run.Horizon-60 {
-			t.Errorf("%s seed %d at %g Hz: ends at %.0f s of a %.0f s horizon", s.Name, seed, hz, last.T, run.Horizon)
-		}
-		return
-	}
-	if last.Used <= run.Capacity || last.T >= s7Limit {
-		t.Errorf("%s seed %d at %g Hz: ends at %.1f s with %d bytes: no OOM", s.Name, seed, hz, last.T, last.Used)
-	}
-	for _, r := range rows[:len(rows)-1] {
-		if r.Used > run.Capacity {
-			t.Errorf("%s seed %d at %g Hz: over the instance at %.1f s before its last reading", s.Name, seed, hz, r.T)
-			return
-		}
-	}
-	if s.WithHorizon && last.T > 0.95*run.Horizon {
-		t.Errorf("%s seed %d at %g Hz: OOM at %.0f s of a %.0f s horizon", s.Name, seed, hz, last.T, run.Horizon)
-	}
-}
-
-// checkSealed7Rates checks that every 1 Hz reading is the 10 Hz reading of
-// the same tick, and that both rates end at the same OOM.
-func checkSealed7Rates(t *testing.T, s SealedShape, seed uint64, fast, slow trace.Trace) {
-	t.Helper()
-	j := 0
-	for _, r := range slow.Rows {
-		for j < len(fast.Rows) && fast.Rows[j].T < r.T {
-			j++
-		}
-		if j == len(fast.Rows) || fast.Rows[j] != r {
-			t.Errorf("%s seed %d: the 1 Hz reading %d bytes at %.3f s is not in the 10 Hz series", s.Name, seed, r.Used, r.T)
-			return
-		}
-	}
-	if s.Growing && fast.Rows[len(fast.Rows)-1] != slow.Rows[len(slow.Rows)-1] {
-		t.Errorf("%s seed %d: the rates end at different OOMs", s.Name, seed)
-	}
-}
-
 // TestSealed7SeedsDiffer checks that seeds draw different runs, and that a
 // seed draws the same run twice.
-func TestSealed7SeedsDiffer(t *testing.T) {
-	for _, s := range Sealed7Shapes() {
-		a, b, again := s.Generate(0, NVMLHz), s.Generate(1, NVMLHz), s.Generate(0, NVMLHz)
-		same := 0
-		for i := range min(len(a.Trace.Rows), len(b.Trace.Rows)) {
-			if a.Trace.Rows[i].Used == b.Trace.Rows[i].Used {
-				same++
-			}
-		}
-		if same > len(a.Trace.Rows)/2 {
-			t.Errorf("%s: seeds 0 and 1 share %d of %d readings", s.Name, same, len(a.Trace.Rows))
-		}
-		if len(again.Trace.Rows) != len(a.Trace.Rows) || again.Capacity != a.Capacity {
-			t.Errorf("%s: seed 0 drew two different runs", s.Name)
-		}
-	}
-}
+func TestSealed7SeedsDiffer(t *testing.T) { checkSeedsDiffer(t, Sealed7Shapes()) }
