@@ -230,7 +230,7 @@ func runOnce(jobs []Job, cfg Config, pol Strategy, model *Model) (*Result, error
 		}
 	default:
 		e.pl = &dynamic{nodes: nodes, model: model, kind: pol.Kind, pcieAware: pol.PCIeAware, destroyAtEnd: pol.DestroyAtEnd,
-			holding: (pol.Kind == Migpro || pol.Kind == Reachability) && !pol.Plan && !pol.Exact}
+			holding: pol.Holding()}
 		e.res.Detail = map[Kind]string{FirstFit: "first-fit", Reachability: "reachability", Migpro: "demand-aware",
 			NvidiaDRA: "baseline model, simulator only: first GPU, lowest start, destroyed at end",
 			HAMi:      "baseline model, simulator only: largest free run, 1g/3g from the top, destroyed at end"}[pol.Kind]

@@ -171,6 +171,25 @@ func Policies() []Strategy {
 	}
 }
 
+// Holding reports whether the policy serves as the agent serves a local
+// caller that accepts a larger instance (PlanHolding and AllocateHolding):
+// migpro and reachability, unless Exact or the planner's own placement.
+func (s Strategy) Holding() bool {
+	return (s.Kind == Migpro || s.Kind == Reachability) && !s.Plan && !s.Exact
+}
+
+// Serves says, in a line, which of the agent's callers a policy's figures
+// are for, or "" for a policy the agent does not run.
+func (s Strategy) Serves() string {
+	switch {
+	case s.SimulatorOnly():
+		return ""
+	case s.Holding():
+		return "as the agent serves a local caller that accepts a larger instance (\"larger\": true); pods asking for a per-profile resource get exactly their profile: --policies migpro/exact"
+	}
+	return "as the agent serves a pod asking for a per-profile resource: exactly the profile asked for"
+}
+
 // SimulatorOnly reports whether the agent cannot run this policy: the
 // agent's --policy offers first-fit, reachability and migpro, with arrival
 // order and backfill, and --reserve-after (ReserveAfter); baselines and the extras (reservations by wait,

@@ -61,6 +61,9 @@ func (opt *replayOptions) runTargets(cmd *cobra.Command, args []string) error {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "targets of %s, seeds %v (%s), against %s (above 1: %s better; bold: a baseline ahead by more than 1%%)\n\n",
 		ps[0].Name, seeds, replay.SeedSetName(opt.seeds), strings.Join(replay.TargetBaselines, ", "), ps[0].Name)
+	if serves := ps[0].Serves(); serves != "" {
+		fmt.Fprintf(out, "%s serves %s\n\n", ps[0].Name, serves)
+	}
 	if err := replay.WriteTargets(out, ps[0].Name, rows); err != nil {
 		return err
 	}

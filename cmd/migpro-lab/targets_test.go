@@ -78,7 +78,7 @@ func TestReplayTargetsIsTheBenchmarksFigures(t *testing.T) {
 	}
 	for _, want := range []string{"- NVML steps per job at most half of nvidia-dra's over the whole set: ", "- fragmentation waits no more than first-fit's: met in ",
 		"- p95 arrival-to-start of 4g and 7g no worse than any baseline's: met in ", "- decision time under 50 µs per request on a busy 8-GPU node: not measured by the replay",
-		"seeds [2] (a list)"} {
+		"seeds [2] (a list)", "migpro serves as the agent serves a local caller that accepts a larger instance"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
