@@ -77,9 +77,10 @@ var (
 	// validation data now, not held out.
 	ValidSeeds = []uint64{19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33}
 	// HeldSeeds are fifteen seeds kept apart from tuning and validation
-	// ("held"): no change is measured on them; the report is run on them
-	// once, at the end. A list naming any of them is refused, so they
-	// cannot be looked at piecemeal.
+	// ("held"): no change is measured or chosen on them; the report is run
+	// on them once at the end of a round that changed the decision (rounds
+	// four and seven so far, docs/replay.md). A list naming any of them is
+	// refused, so they cannot be looked at piecemeal.
 	HeldSeeds = []uint64{34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48}
 	// Tune3Seeds are the first three tuning seeds ("tune3"): the quick set
 	// `make replay-report` (part of `make test`) runs, and the tuning set
