@@ -55,14 +55,16 @@ func (a *Agent) trackUse(ctx context.Context) {
 		} else {
 			delete(a.podOf, in.UUID)
 		}
-		since := a.holders[in.UUID].Since
+		// An allocation not yet checkpointed (allocateCheck assigns, then
+		// persists) has no holder yet: its grace has only begun.
+		holder, known := a.holders[in.UUID]
 		a.mu.Unlock()
 		switch {
 		case held && in.State == partitioner.Idle:
 			if _, err := a.part.Assign(in.UUID, ownerKubelet); err == nil {
 				changed = true
 			}
-		case !held && in.State == partitioner.InUse && in.Owner == ownerKubelet && time.Since(since) > a.cfg.AssignGrace:
+		case !held && in.State == partitioner.InUse && in.Owner == ownerKubelet && known && time.Since(holder.Since) > a.cfg.AssignGrace:
 			if _, err := a.part.Release(in.UUID); err == nil {
 				a.markIdle(in.UUID)
 				changed = true
