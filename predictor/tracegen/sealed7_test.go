@@ -18,21 +18,7 @@ func TestSealed7ShapesBehaveAsDescribed(t *testing.T) {
 	if len(shapes) < 12 || len(shapes) > 14 {
 		t.Fatalf("%d shapes, want 12 to 14", len(shapes))
 	}
-	taken := map[string]bool{}
-	for _, s := range append(TunedShapes(), append(HeldOutShapes(), SealedShapes()...)...) {
-		taken[s.Name] = true
-	}
-	for _, names := range [][]string{
-		namesOf(Sealed2Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed3Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed4Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed5Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed6Shapes(), func(s SealedShape) string { return s.Name }),
-	} {
-		for _, n := range names {
-			taken[n] = true
-		}
-	}
+	taken := takenNames(Sealed2Shapes(), Sealed3Shapes(), Sealed4Shapes(), Sealed5Shapes(), Sealed6Shapes())
 	if end := Sealed6Seed0 + uint64(len(Sealed6Shapes()))*100_000; end > Sealed7Seed0 {
 		t.Errorf("the sixth set's seeds run to %d, past Sealed7Seed0", end)
 	}
@@ -67,14 +53,6 @@ func TestSealed7ShapesBehaveAsDescribed(t *testing.T) {
 	if h := quietHorizon + growingHorizon; quietHorizon == 0 || growingHorizon == 0 || 3*h < len(shapes)-2 || 3*h > len(shapes)+3 {
 		t.Errorf("%d quiet and %d growing shapes with a horizon of %d, want both, about a third in all", quietHorizon, growingHorizon, len(shapes))
 	}
-}
-
-func namesOf[S any](shapes []S, name func(S) string) []string {
-	var out []string
-	for _, s := range shapes {
-		out = append(out, name(s))
-	}
-	return out
 }
 
 // TestSealed7SeedsDiffer checks that seeds draw different runs, and that a

@@ -177,8 +177,7 @@ func s8Overload(p *s8Tape) float64 {
 	rate0 := load0 / (stepEach * out)
 	rate1 := p.draw(1.03, 1.25) / (stepEach * out)
 	surge := p.t + p.draw(300, 2400)
-	type req struct{ held, todo float64 }
-	var running []req
+	var running []s8Request
 	dt := 0.5
 	next := p.t + p.r.ExpFloat64()/rate0
 	for p.t < s8Limit {
@@ -187,19 +186,11 @@ func s8Overload(p *s8Tape) float64 {
 			rate = rate1
 		}
 		for ; next < p.t+dt; next += p.r.ExpFloat64() / rate {
-			running = append(running, req{held: prompt * p.lognormal(0.7), todo: out * p.lognormal(0.5)})
+			running = append(running, s8Request{held: prompt * p.lognormal(0.7), todo: out * p.lognormal(0.5)})
 		}
 		tokens := dt / (step0 + stepEach*float64(len(running)))
-		kept, total := running[:0], 0.0
-		for _, q := range running {
-			n := math.Min(q.todo, tokens)
-			q.held, q.todo = q.held+n, q.todo-n
-			if q.todo > 0 {
-				kept = append(kept, q)
-				total += q.held
-			}
-		}
-		running = kept
+		var total float64
+		running, total = s8Decode(running, func() float64 { return tokens })
 		p.ramp(base+total*perTok, dt)
 		if p.over() {
 			return 0

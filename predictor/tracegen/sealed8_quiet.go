@@ -111,27 +111,18 @@ func s8TrafficTide(p *s8Tape) float64 {
 		}
 		return low + (peak-low)*(1-math.Cos(math.Pi*math.Max(0, f)))/2
 	}
-	type req struct{ held, todo float64 }
-	var running, queued []req
+	var running, queued []s8Request
 	dt := 0.5
 	next := t0 + p.r.ExpFloat64()/rate(t0)
 	for p.t < end {
 		for ; next < p.t+dt; next += p.r.ExpFloat64() / rate(next) {
-			queued = append(queued, req{held: math.Min(1.5*(prompt+out), prompt*p.lognormal(0.7)), todo: math.Min(1.5*(prompt+out), out*p.lognormal(0.6))})
+			queued = append(queued, s8Request{held: math.Min(1.5*(prompt+out), prompt*p.lognormal(0.7)), todo: math.Min(1.5*(prompt+out), out*p.lognormal(0.6))})
 		}
 		for len(queued) > 0 && len(running) < most {
 			running, queued = append(running, queued[0]), queued[1:]
 		}
-		kept, total := running[:0], 0.0
-		for _, q := range running {
-			n := math.Min(q.todo, tps*dt*p.draw(0.8, 1.2))
-			q.held, q.todo = q.held+n, q.todo-n
-			if q.todo > 0 {
-				kept = append(kept, q)
-				total += q.held
-			}
-		}
-		running = kept
+		var total float64
+		running, total = s8Decode(running, func() float64 { return tps * dt * p.draw(0.8, 1.2) })
 		p.ramp(base+total*perTok, dt)
 	}
 	return end
@@ -296,4 +287,24 @@ func s8BatchProbe(p *s8Tape) float64 {
 		p.tooth(base, lo*slope*p.draw(0.97, 1), 0.35, math.Max(0.1, stepTop*lo))
 	}
 	return planned
+}
+
+// s8Request is one request a serving shape decodes: the tokens its cache
+// holds and those still to come.
+type s8Request struct{ held, todo float64 }
+
+// s8Decode gives each running request, in order, the tokens step draws
+// for it (at most those it has to come), drops the requests that finished,
+// and returns the rest with the tokens they hold together.
+func s8Decode(running []s8Request, step func() float64) ([]s8Request, float64) {
+	kept, total := running[:0], 0.0
+	for _, r := range running {
+		n := math.Min(r.todo, step())
+		r.held, r.todo = r.held+n, r.todo-n
+		if r.todo > 0 {
+			kept = append(kept, r)
+			total += r.held
+		}
+	}
+	return kept, total
 }

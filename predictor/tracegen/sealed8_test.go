@@ -18,22 +18,7 @@ func TestSealed8ShapesBehaveAsDescribed(t *testing.T) {
 	if len(shapes) != 12 {
 		t.Fatalf("%d shapes, want 12", len(shapes))
 	}
-	taken := map[string]bool{}
-	for _, s := range append(TunedShapes(), append(HeldOutShapes(), SealedShapes()...)...) {
-		taken[s.Name] = true
-	}
-	for _, names := range [][]string{
-		namesOf(Sealed2Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed3Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed4Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed5Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed6Shapes(), func(s SealedShape) string { return s.Name }),
-		namesOf(Sealed7Shapes(), func(s SealedShape) string { return s.Name }),
-	} {
-		for _, n := range names {
-			taken[n] = true
-		}
-	}
+	taken := takenNames(Sealed2Shapes(), Sealed3Shapes(), Sealed4Shapes(), Sealed5Shapes(), Sealed6Shapes(), Sealed7Shapes())
 	if end := Sealed7Seed0 + uint64(len(Sealed7Shapes()))*100_000; end > Sealed8Seed0 {
 		t.Errorf("the seventh set's seeds run to %d, past Sealed8Seed0", end)
 	}

@@ -105,3 +105,18 @@ func checkSeedsDiffer(t *testing.T, shapes []SealedShape) {
 		}
 	}
 }
+
+// takenNames is every name of issue 29's tuned and held-out shapes, the
+// first sealed set and the sealed sets given: a new set's names are new.
+func takenNames(sets ...[]SealedShape) map[string]bool {
+	taken := map[string]bool{}
+	for _, s := range append(TunedShapes(), append(HeldOutShapes(), SealedShapes()...)...) {
+		taken[s.Name] = true
+	}
+	for _, set := range sets {
+		for _, s := range set {
+			taken[s.Name] = true
+		}
+	}
+	return taken
+}
