@@ -5,17 +5,17 @@ import (
 	"slices"
 )
 
-// The quiet shapes of the ninth sealed set without a horizon: each stays
-// under 90% of its instance, everything the device adds counted, for its
-// whole planned length and must never be marked. docs/predictor-sealed9.md
-// says what each one follows.
+// The quiet shapes of the ninth sealed set: each stays under 90% of its
+// instance, everything the device adds counted, for its whole planned
+// length (declared, for the last two) and must never be marked.
+// docs/predictor-sealed9.md says what each one follows.
 
 // s9Pipeline1F1B: one stage of a pipeline-parallel training Job, run with
 // a one-forward-one-backward schedule. Each iteration splits the batch into
-// microbatches; the stage first runs as many forwards as there are stages
-// after it (and itself), keeping each microbatch's activations for its
-// backward, then alternates one forward and one backward, then drains the
-// backwards. The first stage holds the most microbatches at once, the last
+// microbatches; the stage first runs forwards until it holds as many
+// microbatches as there are stages from itself to the last, keeping each
+// one's activations for its backward, then alternates one forward and one
+// backward, then drains the backwards. The first stage holds the most microbatches at once, the last
 // only one. Gradients appear at the first backward (in half the runs they
 // are released after every optimizer step), the exchange buffers between
 // stages at the first send, and a synchronous checkpoint copies the
