@@ -10,7 +10,7 @@
 // regenerated bit for bit and tests can sweep many seeds of the same shape.
 // Issue 29's NVML-only shapes: TunedShapes (the predictor is tuned on
 // them), HeldOutShapes (wider parameters), and the sealed sets
-// SealedShapes and Sealed2Shapes to Sealed7Shapes (generators of their
+// SealedShapes and Sealed2Shapes to Sealed9Shapes (generators of their
 // own, each written apart from the predictor, scored once as held-out data
 // and tuned on only after that).
 package tracegen
