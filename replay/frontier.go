@@ -64,8 +64,10 @@ var dynamicBaselines = []string{"first-fit", "nvidia-dra", "hami"}
 // --reserve-after), or a trial that is simulator only: "Kx" (the limit is K
 // times the mean run time finished so far), either with "+large" (only
 // requests for more than half a GPU reserve), "+anynode" (nodes of fewer
-// than partitioner.MinReserveGPUs GPUs reserve too) and "+near" (only while
-// a GPU has at most half its slices in use) appended to any limit.
+// than partitioner.MinReserveGPUs GPUs reserve too), "+near" (only while
+// a GPU has at most half its slices in use) and "+oracle" (the placement
+// whose runs end first is held, as only the replay knows) appended to any
+// limit.
 func ParseFrontierPoints(list string) ([]FrontierPoint, error) {
 	var out []FrontierPoint
 	seen := map[string]bool{}
@@ -104,8 +106,10 @@ func ParseFrontierPoints(list string) ([]FrontierPoint, error) {
 					s.ReserveAnyNode = true
 				case "near":
 					s.ReserveNearEmpty = true
+				case "oracle":
+					s.ReserveOracle = true
 				default:
-					return nil, fmt.Errorf("point %q: unknown trial %q (want large, anynode or near)", label, m)
+					return nil, fmt.Errorf("point %q: unknown trial %q (want large, anynode, near or oracle)", label, m)
 				}
 			}
 		}

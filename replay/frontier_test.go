@@ -88,3 +88,38 @@ func TestFrontierTrialsAct(t *testing.T) {
 		t.Errorf("reservations: %d at 2m, %d at 2m+near; want some, and fewer with +near", n[0], n[1])
 	}
 }
+
+// The +oracle trial acts: on four busy A100s it reserves, and the GPU it
+// drains (the one whose runs end first, which only the replay knows)
+// changes the run from the agent's rule at the same limit.
+func TestFrontierOracleTrialActs(t *testing.T) {
+	m, err := LoadModel("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := Generate(MixSpec{Name: "online", Jobs: 600, Seed: 2, Load: 0.9, GPUs: 4}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := ParseFrontierPoints("2m,2m+oracle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pts[1].Strategy.ReserveOracle || pts[0].Strategy.ReserveOracle {
+		t.Fatalf("points %+v: want the oracle trial on the second only", pts)
+	}
+	var res []*Result
+	for _, p := range pts {
+		r, err := Run(jobs, Config{Model: "a100-40gb", Nodes: 1, GPUsPerNode: 4, Seed: 2}, p.Strategy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r)
+	}
+	if res[1].Reservations == 0 {
+		t.Errorf("2m+oracle made no reservation")
+	}
+	if res[0].MeanJCT == res[1].MeanJCT {
+		t.Errorf("2m and 2m+oracle have the same mean JCT %.1f: the oracle's choice of GPU changed nothing", res[0].MeanJCT)
+	}
+}

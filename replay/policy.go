@@ -109,11 +109,15 @@ type Strategy struct {
 	// 7g of issue 28's p95 target), and ReserveAnyNode lifts the
 	// partitioner.MinReserveGPUs limit; ReserveNearEmpty reserves only
 	// while some GPU that offers the profile has at most half its compute
-	// slices in use, so a drain is short. All four are trials of the
+	// slices in use, so a drain is short. ReserveOracle holds, instead of
+	// the partitioner's choice (Partitioner.ReserveFor), the placement
+	// whose runs in the way end first, as the replay alone knows them (no
+	// agent knows when a run will end): it measures what a perfect choice
+	// of the GPU to drain would buy. All five are trials of the
 	// reservation frontier (frontier.go), not the agent's rule: simulator
 	// only.
-	ReserveRunFactor                               float64
-	ReserveLarge, ReserveAnyNode, ReserveNearEmpty bool
+	ReserveRunFactor                                              float64
+	ReserveLarge, ReserveAnyNode, ReserveNearEmpty, ReserveOracle bool
 	// Exact serves every request exactly the profile it asked for
 	// (partitioner.Plan and Allocate), as the agent serves a pod that asks
 	// for a per-profile resource. Without it migpro and reachability serve

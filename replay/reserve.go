@@ -2,10 +2,13 @@ package replay
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 
+	"github.com/migpro/migpro/gpu"
 	"github.com/migpro/migpro/partitioner"
+	"github.com/migpro/migpro/partitioner/geometry"
 )
 
 // Planning for the known queue (migpro only). Before each scan every node's
@@ -183,6 +186,11 @@ func (e *engine) reserveAsAgent() error {
 	if err != nil {
 		return fmt.Errorf("node %d: %w", n, err)
 	}
+	if e.pol.ReserveOracle {
+		if rv, err = e.reserveDrainingFirst(n, w.Profile); err != nil {
+			return err
+		}
+	}
 	j := byKey[w.Key]
 	e.resv = &reservation{j: j, profile: w.Profile, node: n, gpu: rv.GPU}
 	e.res.Reservations++
@@ -261,4 +269,41 @@ func (e *engine) nearEmpty(n int, profile string) bool {
 		}
 	}
 	return false
+}
+
+// reserveDrainingFirst is the ReserveOracle trial: on node n it holds the
+// placement of profile whose runs in the way end first, by when each run
+// would end at its present rate (a run not started yet counts as never
+// ending), ties to the lower GPU, then the lower slot. Only the replay
+// knows these ends.
+func (e *engine) reserveDrainingFirst(n int, profile string) (partitioner.Reservation, error) {
+	best := math.Inf(1)
+	var out partitioner.Reservation
+	found := false
+	for gi, gs := range e.nodes[n].gpus {
+		for _, mask := range gs.model.geo.SlotMasks(profile) {
+			end := e.now
+			for r := range e.active {
+				if r.g.node != n || r.g.gpu != gi || geometry.SlotMask(r.g.placement)&mask == 0 {
+					continue
+				}
+				if r.rate <= 0 {
+					end = math.Inf(1)
+					break
+				}
+				end = max(end, r.last+(1-r.progress)/r.rate)
+			}
+			if !found || end < best {
+				pl := gpu.Placement{Start: bits.TrailingZeros16(mask), Size: bits.OnesCount16(mask)}
+				out, best, found = partitioner.Reservation{GPU: gi, Profile: profile, Placement: &pl}, end, true
+			}
+		}
+	}
+	if !found {
+		return partitioner.Reservation{}, fmt.Errorf("node %d: no GPU offers %s to reserve", n, profile)
+	}
+	if err := e.nodes[n].part.Reserve(&out); err != nil {
+		return partitioner.Reservation{}, fmt.Errorf("node %d: %w", n, err)
+	}
+	return out, nil
 }
