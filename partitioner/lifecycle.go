@@ -46,7 +46,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 	p.mix.observe(profile, p.now())
 	if plan.Reuse != nil {
 		if owner != "" {
-			plan.Reuse.State, plan.Reuse.Owner = InUse, owner
+			p.markInUse(p.slotOf(plan.Reuse.GPU), plan.Reuse, owner)
 		}
 		inst := *plan.Reuse
 		p.mu.Unlock()
@@ -89,12 +89,12 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 		}
 		p.resync(s)
 	} else {
-		inst = Instance{Instance: made, Profile: create.Profile, State: Idle}
+		rec := &Instance{Instance: made, Profile: create.Profile, State: Idle}
 		if owner != "" {
-			inst.State, inst.Owner = InUse, owner
+			p.markInUse(s, rec, owner)
 		}
-		rec := inst
-		s.records[made.GIID] = &rec
+		s.records[made.GIID] = rec
+		inst = *rec
 	}
 	p.mu.Unlock()
 	s.nvml.Unlock()
@@ -113,7 +113,7 @@ func (p *Partitioner) Assign(uuid, owner string) (Instance, error) {
 	if err == nil {
 		switch r.State {
 		case Idle:
-			r.State, r.Owner = InUse, owner
+			p.markInUse(p.slotOf(r.GPU), r, owner)
 		case InUse:
 			if r.Owner != owner {
 				err = fmt.Errorf("assign %s to %s: held by %s: %w", uuid, owner, r.Owner, ErrInstanceInUse)
@@ -133,6 +133,13 @@ func (p *Partitioner) Assign(uuid, owner string) (Instance, error) {
 	return out, err
 }
 
+// markInUse hands the record r of slot s to owner and notes when, for
+// ReserveFor. The caller holds p.mu.
+func (p *Partitioner) markInUse(s *slot, r *Instance, owner string) {
+	r.State, r.Owner = InUse, owner
+	s.inUseSince[r.GIID] = p.now()
+}
+
 // Release returns an in-use instance to idle. Releasing an idle instance is a
 // no-op, so a repeated release is harmless.
 func (p *Partitioner) Release(uuid string) (Instance, error) {
@@ -142,6 +149,7 @@ func (p *Partitioner) Release(uuid string) (Instance, error) {
 	if err == nil {
 		if r.State == InUse {
 			r.State, r.Owner = Idle, ""
+			delete(p.slotOf(r.GPU).inUseSince, r.GIID)
 		}
 		out = *r
 	}

@@ -45,8 +45,12 @@ type slot struct {
 	geo      *geometry.Geometry
 	profiles map[string]gpu.Profile
 	records  map[int]*Instance // by GIID; pending creates use negative keys
-	nextTemp int               // next negative key for a pending create
-	nvml     sync.Mutex        // serialises NVML calls on this GPU
+	// inUseSince is when each in-use instance was handed over, by GIID, on
+	// the partitioner's clock (markInUse); ReserveFor drains the GPU whose
+	// runs in the way were all handed over longest ago.
+	inUseSince map[int]time.Time
+	nextTemp   int        // next negative key for a pending create
+	nvml       sync.Mutex // serialises NVML calls on this GPU
 }
 
 // Hooks let the caller order its own work around NVML changes. The agent
@@ -165,7 +169,7 @@ func newSlot(dev gpu.Device, geos map[string]*geometry.Geometry, counted []strin
 		}
 		geos[dev.Model()] = geo
 	}
-	s := &slot{dev: dev, geo: geo, profiles: map[string]gpu.Profile{}, records: map[int]*Instance{}, nextTemp: -1}
+	s := &slot{dev: dev, geo: geo, profiles: map[string]gpu.Profile{}, records: map[int]*Instance{}, inUseSince: map[int]time.Time{}, nextTemp: -1}
 	for _, pr := range profiles {
 		s.profiles[pr.Name] = pr
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/migpro/migpro/gpu"
 )
@@ -112,60 +113,98 @@ func (p *Partitioner) reservationClear(s *slot, profile string, pl gpu.Placement
 }
 
 // ReserveFor reserves, for a request of profile that keeps waiting, the
-// placement closest to holding it: among the GPUs offering the profile, the
-// one whose instances in use (or being made or destroyed) overlap the fewest
-// memory slots of one of the profile's placements, then the one using fewest
-// compute slices, then the lower index; on it, that placement (the lowest
-// such). Only those slots are held: the rest of the GPU keeps serving other
-// profiles. Idle instances do not count: the migpro policy re-places them. It
-// replaces any standing reservation.
+// placement expected to drain first: among the GPUs offering the profile
+// and the profile's placements on them, the one whose instances in the way
+// (in use, or being made or destroyed) were all handed over longest ago, by
+// the newest of them (an instance being made or destroyed counts as handed
+// over now, one whose time is unknown as handed over before any other).
+// Runs of one workload last about as long as each other, so a placement
+// whose newest run is old is free soonest; a placement with nothing in the
+// way comes first. Ties go to the placement whose instances overlap the
+// fewest memory slots, then to the GPU using the fewest compute slices, the
+// lower index and the lower slot. Only those slots are held: the rest of
+// the GPU keeps serving other profiles. Idle instances do not count: the
+// migpro policy re-places them. It replaces any standing reservation.
 func (p *Partitioner) ReserveFor(profile string) (Reservation, error) {
 	if !slices.Contains(p.profiles, profile) {
 		return Reservation{}, fmt.Errorf("reserve for %s: %w", profile, ErrUnknownProfile)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	best, bestWay, bestSlices := -1, 0, 0
-	var bestPl gpu.Placement
+	var best drainOption
+	found := false
 	for _, s := range p.slots {
 		sh, ok := s.geo.ShapeOf(profile)
 		if _, offered := s.profiles[profile]; !ok || !offered {
 			continue
 		}
-		var held uint64
-		slices := 0
-		for _, r := range s.records {
-			if r.State == Idle {
-				continue
-			}
-			for k := r.Placement.Start; k < r.Placement.End(); k++ {
-				held |= 1 << k
-			}
-			slices += s.profiles[r.Profile].Slices
-		}
-		way := -1
-		var wayPl gpu.Placement
 		for _, pl := range sh.Placements {
-			n := 0
-			for k := pl.Start; k < pl.End(); k++ {
-				if held&(1<<k) != 0 {
-					n++
-				}
+			o := p.drainOption(s, pl)
+			if !found || o.before(best) {
+				best, found = o, true
 			}
-			if way < 0 || n < way {
-				way, wayPl = n, pl
-			}
-		}
-		if best < 0 || way < bestWay || (way == bestWay && slices < bestSlices) {
-			best, bestWay, bestSlices, bestPl = s.dev.Index(), way, slices, wayPl
 		}
 	}
-	if best < 0 {
+	if !found {
 		return Reservation{}, fmt.Errorf("reserve for %s: %w", profile, ErrUnknownProfile)
 	}
-	r := Reservation{GPU: best, Profile: profile, Placement: &bestPl}
+	pl := best.pl
+	r := Reservation{GPU: best.gpu, Profile: profile, Placement: &pl}
 	p.reserved = &r
 	return r, nil
+}
+
+// drainOption is one placement ReserveFor may hold, with what decides
+// between them.
+type drainOption struct {
+	gpu    int
+	pl     gpu.Placement
+	any    bool      // some instance is in the way
+	newest time.Time // when the newest instance in the way was handed over
+	way    int       // memory slots of the placement that instances hold
+	slices int       // compute slices the GPU's instances use
+}
+
+// drainOption scores placement pl of slot s. The caller holds p.mu.
+func (p *Partitioner) drainOption(s *slot, pl gpu.Placement) drainOption {
+	o := drainOption{gpu: s.dev.Index(), pl: pl}
+	for giid, r := range s.records {
+		if r.State == Idle {
+			continue
+		}
+		o.slices += s.profiles[r.Profile].Slices
+		if !r.Placement.Overlaps(pl) {
+			continue
+		}
+		lo, hi := max(r.Placement.Start, pl.Start), min(r.Placement.End(), pl.End())
+		o.way += hi - lo
+		since := p.now()
+		if r.State == InUse {
+			since = s.inUseSince[giid] // the zero time when unknown
+		}
+		if !o.any || since.After(o.newest) {
+			o.newest = since
+		}
+		o.any = true
+	}
+	return o
+}
+
+// before reports whether o drains before b (see ReserveFor).
+func (o drainOption) before(b drainOption) bool {
+	switch {
+	case o.any != b.any:
+		return !o.any
+	case !o.newest.Equal(b.newest):
+		return o.newest.Before(b.newest)
+	case o.way != b.way:
+		return o.way < b.way
+	case o.slices != b.slices:
+		return o.slices < b.slices
+	case o.gpu != b.gpu:
+		return o.gpu < b.gpu
+	}
+	return o.pl.Start < b.pl.Start
 }
 
 // PlanBackfill returns what AllocateBackfill would do, without doing it.

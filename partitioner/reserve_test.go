@@ -93,3 +93,57 @@ func TestStarvingPicksTheLongestWaiterPastTheLimit(t *testing.T) {
 		t.Fatalf("equal waits: %+v %v, want the lower key a", w, ok)
 	}
 }
+
+// ReserveFor holds the placement whose runs in the way were all handed
+// over longest ago: runs of one workload last about as long as each other,
+// so it drains first. The slots held used to decide first: GPU 1, with two
+// old runs, lost to GPU 0 with one new run. A run handed over again is new.
+func TestReserveForDrainsTheOldestRuns(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	p := newPart(t, newSim(t, "a100-40gb:2"), WithClock(func() time.Time { return now }))
+	alloc := func(gpu, start int, owner string) Instance {
+		t.Helper()
+		in, _, err := p.AllocateAt(context.Background(), "1g.5gb", &Pin{GPU: gpu, Start: start}, owner)
+		if err != nil {
+			t.Fatalf("allocate 1g.5gb at GPU %d slot %d: %v", gpu, start, err)
+		}
+		return in
+	}
+	old := alloc(1, 6, "old-a")
+	alloc(1, 5, "old-b")
+	now = now.Add(time.Hour)
+	alloc(0, 6, "new")
+	r, err := p.ReserveFor("7g.40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GPU != 1 || r.Placement == nil || r.Placement.Start != 0 {
+		t.Fatalf("reservation %+v: want GPU 1, whose runs are an hour older", r)
+	}
+	// old-a ends and its idle instance is handed over again later: GPU 1's
+	// newest run is now newer than GPU 0's.
+	if err := p.Reserve(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Release(old.UUID); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	if again := alloc(1, 6, "again"); again.UUID != old.UUID {
+		t.Fatalf("want old-a's idle instance reused, got %+v", again)
+	}
+	if r, err = p.ReserveFor("7g.40gb"); err != nil {
+		t.Fatal(err)
+	}
+	if r.GPU != 0 {
+		t.Fatalf("reservation %+v: want GPU 0 once GPU 1 holds the newest run", r)
+	}
+	// An empty GPU drains at once, whatever the ages.
+	p2 := newPart(t, newSim(t, "a100-40gb:2"), WithClock(func() time.Time { return now }))
+	if _, _, err := p2.AllocateAt(context.Background(), "1g.5gb", &Pin{GPU: 0, Start: 6}, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = p2.ReserveFor("7g.40gb"); err != nil || r.GPU != 1 {
+		t.Fatalf("reservation %+v, %v: want the empty GPU 1", r, err)
+	}
+}

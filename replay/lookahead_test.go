@@ -25,8 +25,11 @@ func onlineCase(t *testing.T, model string, gpus int, load float64, seed uint64)
 // migpro+reserve the planner no longer leads: since a caller that takes any
 // instance holding its profile is given the wider profile of the same memory
 // slots (partitioner.AllocateHolding, docs/replay-round7.md), which
-// migpro+reserve models too, it is 0.97× migpro+plan's (was 1.26×), so the
-// test asks only that the planner not fall more than 5% behind it.
+// migpro+reserve models too, it is 0.97× migpro+plan's (was 1.26×); and
+// since Partitioner.ReserveFor holds the placement whose runs were handed
+// over longest ago, migpro+reserve's reservations drain sooner and it is
+// 0.93× (1389 s against 1487 s), so the test asks only that the planner
+// not fall more than 10% behind it.
 func TestPlanBeatsArrivalOrder(t *testing.T) {
 	jobs, cfg := onlineCase(t, "a100-40gb", 2, 0.9, 1)
 	ff := simRun(t, jobs, cfg, policy(t, "first-fit"))
@@ -38,8 +41,8 @@ func TestPlanBeatsArrivalOrder(t *testing.T) {
 	if r := ff.MeanJCT / plan.MeanJCT; r < 1.10 {
 		t.Errorf("first-fit mean JCT %.0f s ÷ migpro+plan's %.0f s = %.3f, want ≥ 1.10", ff.MeanJCT, plan.MeanJCT, r)
 	}
-	if r := res.MeanJCT / plan.MeanJCT; r < 0.95 {
-		t.Errorf("migpro+reserve mean JCT %.0f s ÷ migpro+plan's %.0f s = %.3f, want ≥ 0.95", res.MeanJCT, plan.MeanJCT, r)
+	if r := res.MeanJCT / plan.MeanJCT; r < 0.90 {
+		t.Errorf("migpro+reserve mean JCT %.0f s ÷ migpro+plan's %.0f s = %.3f, want ≥ 0.90", res.MeanJCT, plan.MeanJCT, r)
 	}
 }
 
