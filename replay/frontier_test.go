@@ -60,10 +60,10 @@ func TestFrontierPooledIsTheGeometricMean(t *testing.T) {
 	}
 }
 
-// The +near trial acts: on four busy A100s it reserves, and less often
-// than the rule at the same limit (only while a GPU is at most half in
-// use).
-func TestFrontierTrialsAct(t *testing.T) {
+// replayPoints replays the points of list on one stream of four busy
+// A100s (600 online jobs at load 0.9, seed 2).
+func replayPoints(t *testing.T, list string) ([]FrontierPoint, []*Result) {
+	t.Helper()
 	m, err := LoadModel("a100-40gb")
 	if err != nil {
 		t.Fatal(err)
@@ -72,41 +72,9 @@ func TestFrontierTrialsAct(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts, err := ParseFrontierPoints("2m,2m+near")
+	pts, err := ParseFrontierPoints(list)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var n []int
-	for _, p := range pts {
-		r, err := Run(jobs, Config{Model: "a100-40gb", Nodes: 1, GPUsPerNode: 4, Seed: 2}, p.Strategy)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n = append(n, r.Reservations)
-	}
-	if n[1] == 0 || n[1] >= n[0] {
-		t.Errorf("reservations: %d at 2m, %d at 2m+near; want some, and fewer with +near", n[0], n[1])
-	}
-}
-
-// The +oracle trial acts: on four busy A100s it reserves, and the GPU it
-// drains (the one whose runs end first, which only the replay knows)
-// changes the run from the agent's rule at the same limit.
-func TestFrontierOracleTrialActs(t *testing.T) {
-	m, err := LoadModel("a100-40gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := Generate(MixSpec{Name: "online", Jobs: 600, Seed: 2, Load: 0.9, GPUs: 4}, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := ParseFrontierPoints("2m,2m+oracle")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !pts[1].Strategy.ReserveOracle || pts[0].Strategy.ReserveOracle {
-		t.Fatalf("points %+v: want the oracle trial on the second only", pts)
 	}
 	var res []*Result
 	for _, p := range pts {
@@ -115,6 +83,27 @@ func TestFrontierOracleTrialActs(t *testing.T) {
 			t.Fatal(err)
 		}
 		res = append(res, r)
+	}
+	return pts, res
+}
+
+// The +near trial acts: on four busy A100s it reserves, and less often
+// than the rule at the same limit (only while a GPU is at most half in
+// use).
+func TestFrontierTrialsAct(t *testing.T) {
+	_, res := replayPoints(t, "2m,2m+near")
+	if n := []int{res[0].Reservations, res[1].Reservations}; n[1] == 0 || n[1] >= n[0] {
+		t.Errorf("reservations: %d at 2m, %d at 2m+near; want some, and fewer with +near", n[0], n[1])
+	}
+}
+
+// The +oracle trial acts: on four busy A100s it reserves, and the GPU it
+// drains (the one whose runs end first, which only the replay knows)
+// changes the run from the agent's rule at the same limit.
+func TestFrontierOracleTrialActs(t *testing.T) {
+	pts, res := replayPoints(t, "2m,2m+oracle")
+	if !pts[1].Strategy.ReserveOracle || pts[0].Strategy.ReserveOracle {
+		t.Fatalf("points %+v: want the oracle trial on the second only", pts)
 	}
 	if res[1].Reservations == 0 {
 		t.Errorf("2m+oracle made no reservation")
