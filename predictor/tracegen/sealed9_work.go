@@ -110,9 +110,9 @@ func (w *s9Work) room() float64 { return (0.9*w.size-w.reserve-w.extra)/w.over -
 func (w *s9Work) between(lo, hi float64) float64 { return between(w.r, lo, hi) }
 
 // spread is a log-normal factor of median 1 and spread sigma, within
-// [1/cap, cap].
-func (w *s9Work) spread(sigma, cap float64) float64 {
-	return math.Min(cap, math.Max(1/cap, math.Exp(sigma*w.r.NormFloat64())))
+// [1/bound, bound].
+func (w *s9Work) spread(sigma, bound float64) float64 {
+	return math.Min(bound, math.Max(1/bound, math.Exp(sigma*w.r.NormFloat64())))
 }
 
 // expo is exponential of mean m.
