@@ -102,8 +102,9 @@ func (e *engine) planQueue() error {
 }
 
 // reserveNode is the node whose GPU is closest to holding profile: fewest
-// held slots in the way of one of its placements, then fewest held slices;
-// the node's partitioner then holds that placement (ReserveFor). With
+// held slots in the way of one of its placements, then fewest held slices
+// (the cluster's choice, the replay's own); the node's partitioner then
+// holds the placement on it that drains first (ReserveFor). With
 // agentRule only nodes that reserve for starving requests count
 // (Partitioner.ReservesForStarving). It is -1 when no node qualifies.
 func (e *engine) reserveNode(profile string, agentRule bool) int {
