@@ -117,7 +117,9 @@ func (p *Partitioner) reservationClear(s *slot, profile string, pl gpu.Placement
 // and the profile's placements on them, the one whose instances in the way
 // (in use, or being made or destroyed) were all handed over longest ago, by
 // the newest of them (an instance being made or destroyed counts as handed
-// over now, one whose time is unknown as handed over before any other).
+// over now, one whose time is unknown as handed over before any other; an
+// instance the agent hands back to its holder after a restart counts from
+// the restart).
 // Runs of one workload last about as long as each other, so a placement
 // whose newest run is old is free soonest; a placement with nothing in the
 // way comes first. Ties go to the placement whose instances overlap the
