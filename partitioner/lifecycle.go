@@ -46,7 +46,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 	p.mix.observe(profile, p.now())
 	if plan.Reuse != nil {
 		if owner != "" {
-			p.markInUse(p.slotOf(plan.Reuse.GPU), plan.Reuse, owner)
+			p.markInUse(plan.Reuse, owner)
 		}
 		inst := *plan.Reuse
 		p.mu.Unlock()
@@ -91,7 +91,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 	} else {
 		rec := &Instance{Instance: made, Profile: create.Profile, State: Idle}
 		if owner != "" {
-			p.markInUse(s, rec, owner)
+			p.markInUse(rec, owner)
 		}
 		s.records[made.GIID] = rec
 		inst = *rec
@@ -113,7 +113,7 @@ func (p *Partitioner) Assign(uuid, owner string) (Instance, error) {
 	if err == nil {
 		switch r.State {
 		case Idle:
-			p.markInUse(p.slotOf(r.GPU), r, owner)
+			p.markInUse(r, owner)
 		case InUse:
 			if r.Owner != owner {
 				err = fmt.Errorf("assign %s to %s: held by %s: %w", uuid, owner, r.Owner, ErrInstanceInUse)
@@ -133,11 +133,11 @@ func (p *Partitioner) Assign(uuid, owner string) (Instance, error) {
 	return out, err
 }
 
-// markInUse hands the record r of slot s to owner and notes when, for
-// ReserveFor. The caller holds p.mu.
-func (p *Partitioner) markInUse(s *slot, r *Instance, owner string) {
+// markInUse hands the record r to owner and notes when, for ReserveFor.
+// The caller holds p.mu.
+func (p *Partitioner) markInUse(r *Instance, owner string) {
 	r.State, r.Owner = InUse, owner
-	s.inUseSince[r.GIID] = p.now()
+	p.slotOf(r.GPU).inUseSince[r.GIID] = p.now()
 }
 
 // Release returns an in-use instance to idle. Releasing an idle instance is a

@@ -135,13 +135,14 @@ func (p *Partitioner) ReserveFor(profile string) (Reservation, error) {
 	defer p.mu.Unlock()
 	var best drainOption
 	found := false
+	now := p.now()
 	for _, s := range p.slots {
 		sh, ok := s.geo.ShapeOf(profile)
 		if _, offered := s.profiles[profile]; !ok || !offered {
 			continue
 		}
 		for _, pl := range sh.Placements {
-			o := p.drainOption(s, pl)
+			o := drainOptionAt(s, pl, now)
 			if !found || o.before(best) {
 				best, found = o, true
 			}
@@ -167,8 +168,9 @@ type drainOption struct {
 	slices int       // compute slices the GPU's instances use
 }
 
-// drainOption scores placement pl of slot s. The caller holds p.mu.
-func (p *Partitioner) drainOption(s *slot, pl gpu.Placement) drainOption {
+// drainOptionAt scores placement pl of slot s at now. The caller holds
+// p.mu.
+func drainOptionAt(s *slot, pl gpu.Placement, now time.Time) drainOption {
 	o := drainOption{gpu: s.dev.Index(), pl: pl}
 	for giid, r := range s.records {
 		if r.State == Idle {
@@ -180,7 +182,7 @@ func (p *Partitioner) drainOption(s *slot, pl gpu.Placement) drainOption {
 		}
 		lo, hi := max(r.Placement.Start, pl.Start), min(r.Placement.End(), pl.End())
 		o.way += hi - lo
-		since := p.now()
+		since := now
 		if r.State == InUse {
 			since = s.inUseSince[giid] // the zero time when unknown
 		}

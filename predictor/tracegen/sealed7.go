@@ -3,8 +3,6 @@ package tracegen
 import (
 	"math"
 	"math/rand/v2"
-
-	"github.com/migpro/migpro/predictor/trace"
 )
 
 // Sealed7Seed0 is where the seventh sealed set's seeds start, far from every
@@ -108,27 +106,15 @@ func sealed7Generate(s SealedShape, write func(*s7Line) float64, seed uint64, hz
 		l.wait(s7Linger)
 		end = l.t
 	}
-	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(size)}
-	if s.WithHorizon {
-		run.Horizon = planned
-	}
-	var shown [3]float64 // the device at the last three ticks, newest first
+	var last [3]float64 // the device at the last three ticks, newest first
 	k := 0
-	for i := range int(end * ShimHz) {
+	return sampleSealed(s, size, planned, int(end*ShimHz), func(i int) (truth, shown, stamp float64, taken bool) {
 		t := float64(i) / ShimHz
-		level := l.at(&k, t)
-		truth := dev.tick(t, level)
-		shown[2], shown[1], shown[0] = shown[1], shown[0], truth
-		stamp, taken := poll.tick(i, t, hz)
-		if truth > size {
-			run.Trace.Rows = append(run.Trace.Rows, trace.Row{T: stamp, Used: uint64(math.Ceil(truth))})
-			break
-		}
-		if taken {
-			run.Trace.Rows = append(run.Trace.Rows, trace.Row{T: stamp, Used: uint64(math.Floor(shown[dev.lag]/mib) * mib)})
-		}
-	}
-	return run
+		truth = dev.tick(t, l.at(&k, t))
+		last[2], last[1], last[0] = last[1], last[0], truth
+		stamp, taken = poll.tick(i, t, hz)
+		return truth, math.Floor(last[dev.lag]/mib) * mib, stamp, taken
+	})
 }
 
 // s7Device is what the instance shows besides the workload.

@@ -3,8 +3,6 @@ package tracegen
 import (
 	"math"
 	"math/rand/v2"
-
-	"github.com/migpro/migpro/predictor/trace"
 )
 
 // Sealed8Seed0 is where the eighth sealed set's seeds start, far past every
@@ -124,24 +122,13 @@ func sealed8Generate(s SealedShape, write func(*s8Tape) float64, seed uint64, hz
 		p.hold(s8Linger)
 		end = p.t
 	}
-	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(size)}
-	if s.WithHorizon {
-		run.Horizon = planned
-	}
-	for i := range int(end * ShimHz) {
+	return sampleSealed(s, size, planned, int(end*ShimHz), func(i int) (truth, shown, stamp float64, taken bool) {
 		t := float64(i) / ShimHz
-		truth := dev.tick(t, p.at(i))
-		shown := dev.read(i, truth)
-		stamp, taken := poll.tick(i, t, hz)
-		if truth > size {
-			run.Trace.Rows = append(run.Trace.Rows, trace.Row{T: stamp, Used: uint64(math.Ceil(truth))})
-			break
-		}
-		if taken {
-			run.Trace.Rows = append(run.Trace.Rows, trace.Row{T: stamp, Used: uint64(shown)})
-		}
-	}
-	return run
+		truth = dev.tick(t, p.at(i))
+		shown = dev.read(i, truth)
+		stamp, taken = poll.tick(i, t, hz)
+		return truth, shown, stamp, taken
+	})
 }
 
 // s8Device is what the instance shows besides the workload, and how its

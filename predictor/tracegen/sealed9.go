@@ -3,8 +3,6 @@ package tracegen
 import (
 	"math"
 	"math/rand/v2"
-
-	"github.com/migpro/migpro/predictor/trace"
 )
 
 // Sealed9Seed0 is where the ninth sealed set's seeds start, past every
@@ -122,24 +120,13 @@ func sealed9Generate(s SealedShape, write func(*s9Work) float64, seed uint64, hz
 		w.wait(s9Linger)
 		end = w.t
 	}
-	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(size)}
-	if s.WithHorizon {
-		run.Horizon = planned
-	}
-	for i := range int(end * ShimHz) {
+	return sampleSealed(s, size, planned, int(end*ShimHz), func(i int) (truth, shown, stamp float64, taken bool) {
 		t := float64(i) / ShimHz
-		truth := dev.tick(t, w.at(i))
-		shown := dev.read(i, truth)
-		stamp, taken := poll.tick(i, t, hz)
-		if truth > size {
-			run.Trace.Rows = append(run.Trace.Rows, trace.Row{T: stamp, Used: uint64(math.Ceil(truth))})
-			break
-		}
-		if taken {
-			run.Trace.Rows = append(run.Trace.Rows, trace.Row{T: stamp, Used: uint64(shown)})
-		}
-	}
-	return run
+		truth = dev.tick(t, w.at(i))
+		shown = dev.read(i, truth)
+		stamp, taken = poll.tick(i, t, hz)
+		return truth, shown, stamp, taken
+	})
 }
 
 // s9Device is what the instance holds besides the workload, and how its

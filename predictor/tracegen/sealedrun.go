@@ -1,6 +1,10 @@
 package tracegen
 
-import "github.com/migpro/migpro/predictor/trace"
+import (
+	"math"
+
+	"github.com/migpro/migpro/predictor/trace"
+)
 
 // SealedShape is one shape of a sealed held-out set (SealedShapes' sets 2
 // and later: Sealed2Shapes, Sealed3Shapes, …): an NVML-only series
@@ -45,4 +49,29 @@ type SealedRun struct {
 	// Horizon is the declared planned length in seconds; 0 when the run
 	// declares none.
 	Horizon float64
+}
+
+// sampleSealed renders a run of shape s on an instance of size bytes whose
+// workload plans to last planned seconds (its horizon, when s declares
+// one), from n ticks of 1/ShimHz read through a set's own device and
+// poller: tick(i) returns what the device holds at tick i, what its counter
+// shows, the poll's stamp and whether a poll was taken (sets 7 and later
+// call their models in it, in their own order). The first tick over the
+// instance ends the run, read at once as the bytes the driver refused.
+func sampleSealed(s SealedShape, size, planned float64, n int, tick func(i int) (truth, shown, stamp float64, taken bool)) SealedRun {
+	run := SealedRun{Trace: trace.Trace{Name: s.Name}, Capacity: uint64(size)}
+	if s.WithHorizon {
+		run.Horizon = planned
+	}
+	for i := range n {
+		truth, shown, stamp, taken := tick(i)
+		if truth > size {
+			run.Trace.Rows = append(run.Trace.Rows, trace.Row{T: stamp, Used: uint64(math.Ceil(truth))})
+			break
+		}
+		if taken {
+			run.Trace.Rows = append(run.Trace.Rows, trace.Row{T: stamp, Used: uint64(shown)})
+		}
+	}
+	return run
 }
