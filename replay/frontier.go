@@ -122,6 +122,24 @@ func ParseFrontierPoints(list string) ([]FrontierPoint, error) {
 	return out, nil
 }
 
+// ForPods turns points of the reservation rule into the same points for
+// pods (migpro/exact: exactly the profile asked for). The agent reserves
+// only for local callers (agent/pending.go), so every point that reserves
+// is simulator only; "never" stays the agent's pod default.
+func ForPods(points []FrontierPoint) []FrontierPoint {
+	out := make([]FrontierPoint, len(points))
+	for i, p := range points {
+		p.Strategy.Exact = true
+		if p.Strategy.Name == "migpro" {
+			p.Strategy.Name = "migpro/exact"
+		} else {
+			p.Strategy.Name = strings.Replace(p.Strategy.Name, "migpro", "migpro/exact", 1)
+		}
+		out[i] = p
+	}
+	return out
+}
+
 // Frontier replays every configuration under each point and each baseline,
 // every seed, and returns the points followed by the baselines, each with
 // one row per configuration. progress, when set, is told each

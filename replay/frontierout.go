@@ -83,9 +83,13 @@ func writePooled(b *strings.Builder, title string, points []FrontierPoint, keep 
 func frontierLabel(p FrontierPoint) string {
 	label := p.Label
 	if !p.Baseline {
-		label = "migpro, reserve after " + label
+		who := "migpro"
+		if p.Strategy.Exact {
+			who = "migpro/exact (pods)"
+		}
+		label = who + ", reserve after " + label
 		if p.Label == "never" {
-			label = "migpro, never reserve (default)"
+			label = who + ", never reserve (default)"
 		}
 	}
 	return star(label, p.SimulatorOnly())

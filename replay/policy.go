@@ -202,8 +202,8 @@ func (s Strategy) Serves() string {
 // only in the replay.
 func (s Strategy) SimulatorOnly() bool {
 	plain := Strategy{Name: s.Name, Kind: s.Kind, ReserveAfter: s.ReserveAfter, Exact: s.Exact}
-	if s != plain {
-		return true
+	if s != plain || (s.Exact && s.ReserveAfter > 0) {
+		return true // the agent reserves for local callers only, not for pods
 	}
 	return s.Kind != FirstFit && s.Kind != Reachability && s.Kind != Migpro
 }

@@ -134,10 +134,12 @@ func (e *engine) reserveNode(profile string, agentRule bool) int {
 // agentReserves reports whether the run reserves as the agent does for its
 // local callers with --reserve-after (agent/pending.go): a policy with
 // ReserveAfter that models those callers (the holding ones), unless it
-// has the replay's own rule (Reserve) or serves strictly in order.
+// has the replay's own rule (Reserve) or serves strictly in order. Pods
+// (Exact) reserve by the same rule only as a simulator-only trial
+// (ForPods): the agent does not reserve for them.
 func (e *engine) agentReserves() bool {
 	d, ok := e.pl.(*dynamic)
-	return ok && d.holding && (e.pol.ReserveAfter > 0 || e.pol.ReserveRunFactor > 0) && !e.pol.Reserve && e.pol.Order != FIFO
+	return ok && (d.holding || e.pol.Exact) && (e.pol.ReserveAfter > 0 || e.pol.ReserveRunFactor > 0) && !e.pol.Reserve && e.pol.Order != FIFO
 }
 
 // reserveAsAgent is the agent's reservation rule over the wait queue, each

@@ -18,12 +18,18 @@ import (
 // every configuration of the targets, with the baselines on the same axes
 // (replay.Frontier); with --plot DIR it also draws frontier.png there.
 func (opt *replayOptions) runFrontier(cmd *cobra.Command, seeds []uint64) error {
-	if cmd.Flags().Changed("policies") {
-		return ctl.Usagef("--sweep-reserve-after sweeps migpro's reservation rule; drop --policies")
-	}
 	points, err := replay.ParseFrontierPoints(opt.sweepReserve)
 	if err != nil {
 		return ctl.Usagef("--sweep-reserve-after: %v", err)
+	}
+	if cmd.Flags().Changed("policies") {
+		switch strings.TrimSpace(opt.policyList) {
+		case "migpro":
+		case "migpro/exact":
+			points = replay.ForPods(points)
+		default:
+			return ctl.Usagef("--sweep-reserve-after sweeps the rule of migpro (local callers) or migpro/exact (pods, simulator only); --policies %q is neither", opt.policyList)
+		}
 	}
 	start := time.Now()
 	errw := cmd.ErrOrStderr()
@@ -34,8 +40,12 @@ func (opt *replayOptions) runFrontier(cmd *cobra.Command, seeds []uint64) error 
 		return err
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "reservation frontier: migpro with the agent's --reserve-after at %s, seeds %v (%s), against %s\n\n",
-		strings.Join(labels(points), ", "), seeds, replay.SeedSetName(opt.seeds), strings.Join(replay.TargetBaselines, ", "))
+	who := "migpro with the agent's --reserve-after"
+	if len(points) > 0 && points[0].Strategy.Exact {
+		who = "migpro/exact (pods) with the agent's rule for local callers, simulator only where it reserves,"
+	}
+	fmt.Fprintf(out, "reservation frontier: %s at %s, seeds %v (%s), against %s\n\n",
+		who, strings.Join(labels(points), ", "), seeds, replay.SeedSetName(opt.seeds), strings.Join(replay.TargetBaselines, ", "))
 	if err := replay.WriteFrontier(out, all); err != nil {
 		return err
 	}

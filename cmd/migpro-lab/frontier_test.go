@@ -127,10 +127,54 @@ func cells(t *testing.T, out, title string) map[string]map[string]string {
 	return table
 }
 
+// With --policies migpro/exact the sweep is the same rule for pods: its
+// "never" column is the agent's pod default (replay.Targets of
+// migpro/exact), and every limit is simulator only, since the agent
+// reserves for local callers alone; on four busy GPUs the rule acts.
+func TestReplayFrontierForPods(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 14 configurations under 6 policies")
+	}
+	out, errs, code := replayCmd(t, "--targets", "--seeds", "2", "--openb", "", "--policies", "migpro/exact", "--sweep-reserve-after", "0,2m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	never, twoMin := "migpro/exact (pods), never reserve (default)", "migpro/exact (pods), reserve after 2m *"
+	for _, want := range []string{"| " + never + " |", "| " + twoMin + " |", "simulator only where it reserves"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, never+" *") {
+		t.Errorf("the agent's pod default is marked simulator only:\n%s", out)
+	}
+	ps, err := replay.ParsePolicies("migpro/exact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p95 := cells(t, out, "7g p95 arrival-to-start ÷ best baseline's")
+	const busy = "online/a100-40gb/4gpu/load0.9"
+	for _, conf := range replay.TargetConfigs("") {
+		if conf.Name != busy {
+			continue
+		}
+		row, err := replay.Targets(conf, []uint64{2}, ps[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := p95[busy][never], fmt.Sprintf("%.3f", row.P95["7g"]); got != want {
+			t.Errorf("%s: 7g p95 ÷ best baseline %s, want %s (replay.Targets of migpro/exact)", busy, got, want)
+		}
+	}
+	if a, b := p95[busy][never], p95[busy][twoMin]; a == b {
+		t.Errorf("%s: 7g p95 %s with and without reservations for pods; the rule did not act", busy, a)
+	}
+}
+
 func TestReplayFrontierUsage(t *testing.T) {
 	for _, args := range [][]string{
-		{"--sweep-reserve-after", "2m"}, // only with --targets
-		{"--targets", "--sweep-reserve-after", "2m", "--policies", "migpro"},
+		{"--sweep-reserve-after", "2m"},                                         // only with --targets
+		{"--targets", "--sweep-reserve-after", "2m", "--policies", "first-fit"}, // migpro's rule or the pods' only
 		{"--targets", "--sweep-reserve-after", "2q"},
 		{"--targets", "--sweep-reserve-after", "0,never"}, // the same point twice
 		{"--targets", "--sweep-reserve-after", "2m+big"},

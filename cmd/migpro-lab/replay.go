@@ -15,7 +15,7 @@ import (
 	"github.com/migpro/migpro/replay"
 )
 
-const replayUsage = "usage: migpro-lab replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check] | --targets [--seeds tune|valid|held|tune3|held3|S,S,...] [--openb DIR] [--policies NAME | --sweep-reserve-after 0,30s,1m,... [--plot DIR]]"
+const replayUsage = "usage: migpro-lab replay [--mix small|mixed|llm|pcie|stream | --csv FILE] [--jobs N] [--seed S] [--ratio S:M:L:F] [--load F] [--simulate MODEL[:COUNT][,MODEL[:COUNT]…]] [--nodes N] [--policies all|NAME,...] [--pcie-max GBPS] [--pcie-alpha A] [--plot DIR] [--timeline-gpu G] [--write-csv FILE] [--output text|json] [--check] | --targets [--seeds tune|valid|held|tune3|held3|S,S,...] [--openb DIR] [--policies NAME] [--sweep-reserve-after 0,30s,1m,... [--plot DIR]]"
 
 // replayOptions are replay's flags, bound by newReplayCmd and completed by
 // complete.
@@ -194,7 +194,7 @@ func newReplayCmd() *cobra.Command {
 	f.BoolVar(&opt.cfg.Check, "check", false, "verify after every event that no GPU is over-committed (slower)")
 	f.BoolVar(&opt.targets, "targets", false, "measure issue 28's targets instead: one policy (--policies, default migpro) against first-fit, nvidia-dra, hami and static on every configuration, summed over --seeds (the figures of go test -bench Targets ./replay/)")
 	f.StringVar(&opt.seeds, "seeds", "tune", "with --targets: tune (the fifteen tuning seeds 1-3, 7-18), valid (19-33, once held out, used to choose between changes), held (34-48, kept apart from tuning and choosing: run once, at the end), tune3 (1-3, quick), held3 (4-6, the earlier held-out set) or a list such as 7,8,9")
-	f.StringVar(&opt.sweepReserve, "sweep-reserve-after", "", "with --targets: the reservation frontier instead, migpro with the agent's --reserve-after at each limit of this list (0 for never, e.g. 0,30s,1m,2m,5m,10m,20m; Kx, +large, +anynode, +near and +oracle are simulator-only trials, docs/replay-frontier.md) against the baselines; --plot DIR draws frontier.png")
+	f.StringVar(&opt.sweepReserve, "sweep-reserve-after", "", "with --targets: the reservation frontier instead, migpro with the agent's --reserve-after at each limit of this list (0 for never, e.g. 0,30s,1m,2m,5m,10m,20m; Kx, +large, +anynode, +near and +oracle are simulator-only trials, docs/replay-frontier.md) against the baselines; with --policies migpro/exact, the same rule for pods (simulator only: the agent reserves for local callers only); --plot DIR draws frontier.png")
 	f.StringVar(&opt.openbDir, "openb", os.Getenv("MIGPRO_OPENB_DIR"), "with --targets: folder of the OpenB pod lists, adding their two configurations (default $MIGPRO_OPENB_DIR)")
 	return cmd
 }
