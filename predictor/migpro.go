@@ -38,6 +38,7 @@ type migpro struct {
 	saw    saw
 	stairs stairs
 	teeth  teeth
+	climbs climbs
 }
 
 // point is one bin: t, the peak so far (y), the raw usage and the count of
@@ -168,6 +169,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 	}
 	if p.cfg.NearTime > 0 && !p.cfg.without(ablate.TrendGate) {
 		m.stairs.observe(s.T, float64(s.Used), p.peak, p.allocs, capacity)
+		m.climbs.observe(s.T, p.peak, stairsQuantum*capacity)
 		if !p.cfg.without(ablate.Stairs) {
 			if v, hit := m.stairs.check(p, s.T); hit {
 				return m.decide(p, &m.sc[0], s.T, v)
@@ -176,6 +178,9 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 		q := stairsQuantum * capacity
 		m.teeth.observe(s.T, float64(s.Used), q)
 		if v, hit := m.teeth.check(p, s.T, q); hit {
+			return m.decide(p, &m.sc[0], s.T, v)
+		}
+		if v, hit := m.climbs.check(p, s.T); hit {
 			return m.decide(p, &m.sc[0], s.T, v)
 		}
 	}
