@@ -180,7 +180,7 @@ func (m *migpro) step(p *Predictor, s Sample) (Mark, bool) {
 		if v, hit := m.teeth.check(p, s.T, q); hit {
 			return m.decide(p, &m.sc[0], s.T, v)
 		}
-		if v, hit := m.climbs.check(p, s.T); hit {
+		if v, hit := m.climbs.check(p, s.T); hit && !p.cfg.without(ablate.Climbs) {
 			return m.decide(p, &m.sc[0], s.T, v)
 		}
 	}
@@ -255,7 +255,7 @@ func (m *migpro) check(p *Predictor, sc *scale, now float64) (verdict, bool) {
 	}
 	elapsed := now - p.first
 	lead := p.cfg.leadFor(m.riseLead(sc, &p.cfg), elapsed)
-	if p.cfg.Horizon > now && !p.cfg.without(ablate.TrendGate) && m.stairs.stage(&p.cfg, elapsed) {
+	if p.cfg.Horizon > now && !p.cfg.without(ablate.TrendGate) && m.climbs.stage(&p.cfg, elapsed) {
 		// A steep window with a horizon, late in a run whose peak has
 		// not climbed again and again: a stage of the run (stage).
 		lead = min(lead, p.cfg.NearTime)

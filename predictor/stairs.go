@@ -77,9 +77,6 @@ import "math"
 //     the horizon.
 //   - Where the container's first run ends (loadEnd) also tells the windows
 //     which of them hold the load (holdsLoad): the load gate of migpro.check.
-//   - How often the container's peak climbed after holding (climbs) tells
-//     a steep window with a horizon whether it is a stage of the run
-//     (stage, stairs_trend.go), asked NearTime.
 //
 // It runs only on series in seconds (EvictionTime set, as ForSeconds does).
 // Its cost is O(1) per sample, O(stairsRing) on a sample that could mark.
@@ -123,9 +120,6 @@ type stairs struct {
 	// from, and the rise and count of those that ended.
 	burstFrom, burstSum float64
 	bursts              int
-	// climbs counts the container's rises that came after its peak held
-	// for stagePause or more, whatever run they belong to (see stage).
-	climbs int
 }
 
 // rise is one rise: its time, the peak after it, the gap and step before
@@ -204,9 +198,6 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 		return
 	}
 	gap, step := t-s.lastT, peak-s.level
-	if s.n > 0 && gap >= stagePause {
-		s.climbs++
-	}
 	s.burst(gap)
 	s.level = peak
 	if s.n == 0 {

@@ -71,10 +71,6 @@ const (
 	// once the last stream allowed had joined, notebook cells), at 6 one
 	// (docs/predictor-round6.md).
 	stairsNextBursts = 6
-	// stagePause, stageClimbs and stageWatch: see stage.
-	stagePause  = 30
-	stageClimbs = 3
-	stageWatch  = 3
 )
 
 // risesEachHalf reports whether the run rose in both halves of the time
@@ -238,20 +234,4 @@ func (s *stairs) burst(gap float64) {
 // event needs. O(1).
 func (s *stairs) nextBurst(headroom float64) bool {
 	return s.bursts >= stairsNextBursts && headroom < s.burstSum/float64(s.bursts)
-}
-
-// stage reports whether a steep window with a horizon (steepWindow), on a
-// container watched for elapsed, is a stage of its run: the container has
-// been watched for stageWatch eviction times, and its peak has climbed
-// after holding for stagePause fewer than stageClimbs times. A checkpoint
-// gathered layer by layer, or text generated during an evaluation, climbs
-// for seconds or tens of seconds after minutes at one level and stops
-// short of the instance; such a climb is asked whether it runs out within
-// NearTime, as a run of rises read without a horizon is, not within a
-// window's lead (up to the eviction time). A peak that climbs again and
-// again after holding (rollouts whose answers lengthen, each a new record)
-// is a trend of climbs, and a container younger than stageWatch eviction
-// times has no stage behind it yet: both keep the window's lead. O(1).
-func (s *stairs) stage(cfg *Config, elapsed float64) bool {
-	return cfg.NearTime > 0 && cfg.EvictionTime > 0 && elapsed >= stageWatch*cfg.EvictionTime && s.climbs < stageClimbs
 }

@@ -20,6 +20,8 @@ const (
 	// LoadGate lets a window that holds the container's load mark without
 	// a horizon and without the shim.
 	LoadGate
+	// Climbs drops the reading of growth in rounds (climbs after holds).
+	Climbs
 )
 
 // Without returns cfg, a predictor.Config, with the readings in s switched
