@@ -18,7 +18,8 @@ const sealed7Seeds = 100
 // listed row that meets it fails the test too, so the list cannot outlive
 // the gap. Only the lead updates it, from a run on the final predictor.
 // Scored again on the ninth session's predictor (round six, main at
-// 32a6736): the same 21 rows miss.
+// 32a6736): the same 21 rows miss. Tuning data since; round eight
+// (docs/predictor-round8.md) met the communicator churn: 19 rows.
 var sealed7Gaps = map[string]bool{
 	"s7-kv-preempt-cap@10": true, "s7-kv-preempt-cap@1": true,
 	"s7-accum-first-step@10": true, "s7-accum-first-step@1": true,
@@ -26,8 +27,7 @@ var sealed7Gaps = map[string]bool{
 	"s7-decode-high-water@10":   true,
 	"s7-eval-generate-ramps@10": true, "s7-eval-generate-ramps@1": true,
 	"s7-weight-averaging@10": true, "s7-weight-averaging@1": true,
-	"s7-hook-pileup@1":         true,
-	"s7-communicator-churn@10": true, "s7-communicator-churn@1": true,
+	"s7-hook-pileup@1":       true,
 	"s7-notebook-tenants@10": true, "s7-notebook-tenants@1": true,
 	"s7-adapter-graph-pools@10": true, "s7-adapter-graph-pools@1": true,
 	"s7-progressive-resize-horizon@10": true, "s7-progressive-resize-horizon@1": true,

@@ -23,7 +23,7 @@ const sealed8Seeds = 100
 var sealed8Gaps = map[string]bool{
 	"s8-batch-probe-horizon@10": true, "s8-batch-probe-horizon@1": true,
 	"s8-kernel-matrix-rounds@10": true, "s8-kernel-matrix-rounds@1": true,
-	"s8-undetached-state@10": true, "s8-undetached-state@1": true,
+	"s8-undetached-state@1":          true,
 	"s8-overload-no-backpressure@10": true, "s8-overload-no-backpressure@1": true,
 	"s8-mesh-refine-horizon@10": true, "s8-mesh-refine-horizon@1": true,
 	"s8-metric-state-horizon@10": true, "s8-metric-state-horizon@1": true,
