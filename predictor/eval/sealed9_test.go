@@ -17,7 +17,10 @@ const sealed9Seeds = 100
 // docs/predictor-sealed9.md reports them: 19 of 24 rows. Every other row
 // is held to the bar with no tolerance, and a listed row that meets it
 // fails the test too, so the list cannot outlive the gap. Only the lead
-// updates it, from a run on the final predictor.
+// updates it, from a run on the final predictor. Scored once more on the
+// twelfth session's predictor (round eight, docs/predictor-round8.md),
+// its one judgement as held-out data: 18 rows miss; the set is tuning
+// data from then on.
 var sealed9Gaps = map[string]bool{
 	"s9-pipeline-1f1b-stash@1":          true,
 	"s9-allocator-reclaim-threshold@10": true, "s9-allocator-reclaim-threshold@1": true,
@@ -25,7 +28,6 @@ var sealed9Gaps = map[string]bool{
 	"s9-fold-by-length-horizon@10":  true, "s9-fold-by-length-horizon@1": true,
 	"s9-kfold-best-copy-horizon@10": true, "s9-kfold-best-copy-horizon@1": true,
 	"s9-pinn-collocation-rounds@10": true, "s9-pinn-collocation-rounds@1": true,
-	"s9-stalled-watermark@1":  true,
 	"s9-search-tree-reuse@10": true, "s9-search-tree-reuse@1": true,
 	"s9-continual-task-anchors@10": true, "s9-continual-task-anchors@1": true,
 	"s9-splat-densify-horizon@10": true, "s9-splat-densify-horizon@1": true,
