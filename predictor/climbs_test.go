@@ -42,7 +42,7 @@ func TestClimbsRoundsMarked(t *testing.T) {
 			if at := climbsMark(t, Config{Horizon: h}, hz, 1800, grow, 0); at < 1210 || at > 1510-240 {
 				t.Errorf("%v Hz, horizon %v: read as rounds at %v s, want from 1210 s, a round ahead of the OOM at 1510 s", hz, h, at)
 			}
-			mark, oom, d := first(t, Config{Horizon: h}, hz, 1800, grow)
+			mark, oom, d := series(t, Config{Horizon: h}, hz, 1800, grow)
 			if oom < 0 || mark < 0 || mark >= oom {
 				t.Errorf("%v Hz, horizon %v: mark at %v s (%s), OOM at %v s: want a mark before the OOM", hz, h, mark, d.Reason, oom)
 			}
@@ -118,24 +118,4 @@ func climbsMark(t *testing.T, cfg Config, hz, end float64, used func(t float64) 
 		}
 	}
 	return -1
-}
-
-// first is series' first mark: when, the OOM, and the mark.
-func first(t *testing.T, cfg Config, hz, end float64, used func(t float64) float64) (mark, oom float64, d Mark) {
-	t.Helper()
-	const capacity = 10e9
-	cfg.Capacity = capacity
-	p := agent(t, cfg)
-	mark, oom = -1, -1
-	for i := 0; float64(i)/hz <= end; i++ {
-		at := float64(i) / hz
-		u := used(at)
-		if got, ok := p.Observe(Sample{T: at, Used: uint64(u)}); ok && mark < 0 {
-			mark, d = at, got
-		}
-		if u > capacity {
-			return mark, at, d
-		}
-	}
-	return mark, oom, d
 }
