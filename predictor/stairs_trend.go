@@ -235,3 +235,22 @@ func (s *stairs) burst(gap float64) {
 func (s *stairs) nextBurst(headroom float64) bool {
 	return s.bursts >= stairsNextBursts && headroom < s.burstSum/float64(s.bursts)
 }
+
+// lifetimeReaches reports whether, with a horizon h, the container's own
+// rate since its load ended (since its first sample while no pause has
+// ended a load) carries its peak past capacity by h. A run of rises is
+// read on its last stairsRing rises; a run that has risen slowly for most
+// of its life and climbs faster for a while (a batch of longer inputs
+// sorted last, a fold's larger copy) is projected to the horizon at the
+// while's rate, past an instance that its life's rate never reaches: such
+// a climb is not read as growth to the horizon. O(1).
+func (s *stairs) lifetimeReaches(peak, now, h, capacity float64) bool {
+	t0, y0 := s.t0, s.y0
+	if s.loaded {
+		t0, y0 = s.loadEnd, s.loadPeak
+	}
+	if now <= t0 {
+		return true
+	}
+	return peak+(peak-y0)/(now-t0)*(h-now) > capacity
+}

@@ -98,8 +98,8 @@ var tallyStands = map[string]tallyLine{
 	"sealed v5":                          {quiet: 148, quietH: 114, missed10: 14, missed1: 22, late: 54, quarter: 184},
 	"sealed v6":                          {quiet: 17, quietH: 75, missed10: 24, missed1: 38, late: 50, quarter: 203},
 	"sealed v7":                          {quiet: 195, quietH: 333, missed10: 69, missed1: 88, late: 93, quarter: 239},
-	"sealed v8":                          {quietH: 33, missed10: 40, missed1: 94, late: 59, quarter: 183},
-	"sealed v9":                          {quiet: 9, quietH: 216, missed10: 104, missed1: 143, late: 107, quarter: 149},
+	"sealed v8":                          {quietH: 33, missed10: 41, missed1: 94, late: 60, quarter: 183},
+	"sealed v9":                          {quiet: 9, quietH: 189, missed10: 104, missed1: 143, late: 107, quarter: 149},
 	"tuned quiet, given a horizon":       {quietH: 11},
 	"-ho, v1, v2 quiet, given a horizon": {quietH: 247},
 }
