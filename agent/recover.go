@@ -62,7 +62,8 @@ func (a *Agent) recover(ctx context.Context) error {
 			a.log.WithFields(logrus.Fields{"uuid": uuid, "owner": h.Owner}).Warn("checkpointed instance is gone from the GPU; forgetting it")
 			continue
 		}
-		if _, err := a.part.Assign(uuid, h.Owner); err != nil {
+		// The run keeps its age: a reservation drains the oldest runs.
+		if _, err := a.part.AssignSince(uuid, h.Owner, h.Since); err != nil {
 			return err
 		}
 		a.holders[uuid] = h

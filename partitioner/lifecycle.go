@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/migpro/migpro/gpu"
 )
@@ -108,12 +109,23 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 // Assign marks an idle instance as in use by owner (e.g. the kubelet gave it
 // to a pod).
 func (p *Partitioner) Assign(uuid, owner string) (Instance, error) {
+	return p.AssignSince(uuid, owner, time.Time{})
+}
+
+// AssignSince is Assign for a holding that began at since, on the
+// partitioner's clock: the agent hands instances back to the holders its
+// checkpoint names after a restart, and ReserveFor ranks runs by how long
+// they have held. The zero time, or a time after now, counts from now.
+func (p *Partitioner) AssignSince(uuid, owner string, since time.Time) (Instance, error) {
 	p.mu.Lock()
 	r, err := p.find(uuid)
 	if err == nil {
 		switch r.State {
 		case Idle:
 			p.markInUse(r, owner)
+			if now := p.now(); !since.IsZero() && since.Before(now) {
+				p.slotOf(r.GPU).inUseSince[r.GIID] = since
+			}
 		case InUse:
 			if r.Owner != owner {
 				err = fmt.Errorf("assign %s to %s: held by %s: %w", uuid, owner, r.Owner, ErrInstanceInUse)

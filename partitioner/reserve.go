@@ -119,7 +119,7 @@ func (p *Partitioner) reservationClear(s *slot, profile string, pl gpu.Placement
 // the newest of them (an instance being made or destroyed counts as handed
 // over now, one whose time is unknown as handed over before any other; an
 // instance the agent hands back to its holder after a restart counts from
-// the restart).
+// when the holding began, as its checkpoint says: AssignSince).
 // Runs of one workload last about as long as each other, so a placement
 // whose newest run is old is free soonest; a placement with nothing in the
 // way comes first. Ties go to the placement whose instances overlap the

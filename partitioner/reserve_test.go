@@ -3,6 +3,7 @@ package partitioner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -145,5 +146,48 @@ func TestReserveForDrainsTheOldestRuns(t *testing.T) {
 	}
 	if r, err = p2.ReserveFor("7g.40gb"); err != nil || r.GPU != 1 {
 		t.Fatalf("reservation %+v, %v: want the empty GPU 1", r, err)
+	}
+}
+
+// After a restart the agent hands instances back to the holders its
+// checkpoint names with the time each holding began (AssignSince), so a
+// reservation still drains the oldest runs: a new partitioner over the
+// same GPUs, GPU 1's run given back as an hour old and GPU 0's as now,
+// holds GPU 1. Given back without their ages (Assign), the two tie and
+// GPU 0, first in order, is held; a time after now counts from now.
+func TestReserveForAfterRestartKeepsRunAges(t *testing.T) {
+	now := time.Unix(2_000_000, 0)
+	sim := newSim(t, "a100-40gb:2")
+	first := newPart(t, sim, WithClock(func() time.Time { return now }))
+	var uuids [2]string
+	for g := range uuids {
+		in, _, err := first.AllocateAt(context.Background(), "1g.5gb", &Pin{GPU: g, Start: 6}, fmt.Sprintf("pod-%d", g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		uuids[g] = in.UUID
+	}
+	for _, c := range []struct {
+		name  string
+		since [2]time.Time
+		want  int
+	}{
+		{"ages kept", [2]time.Time{now, now.Add(-time.Hour)}, 1},
+		{"no ages", [2]time.Time{}, 0},
+		{"a future age counts from now", [2]time.Time{now.Add(-time.Hour), now.Add(time.Hour)}, 0},
+	} {
+		p := newPart(t, sim, WithClock(func() time.Time { return now }))
+		for g, u := range uuids {
+			if _, err := p.AssignSince(u, fmt.Sprintf("pod-%d", g), c.since[g]); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		}
+		r, err := p.ReserveFor("7g.40gb")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.GPU != c.want {
+			t.Errorf("%s: reservation on GPU %d, want GPU %d", c.name, r.GPU, c.want)
+		}
 	}
 }
