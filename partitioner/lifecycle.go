@@ -47,7 +47,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 	p.mix.observe(profile, p.now())
 	if plan.Reuse != nil {
 		if owner != "" {
-			p.markInUse(plan.Reuse, owner)
+			p.markInUse(plan.Reuse, owner, p.now())
 		}
 		inst := *plan.Reuse
 		p.mu.Unlock()
@@ -92,7 +92,7 @@ func (p *Partitioner) allocate(ctx context.Context, profile, owner string, decid
 	} else {
 		rec := &Instance{Instance: made, Profile: create.Profile, State: Idle}
 		if owner != "" {
-			p.markInUse(rec, owner)
+			p.markInUse(rec, owner, p.now())
 		}
 		s.records[made.GIID] = rec
 		inst = *rec
@@ -122,10 +122,11 @@ func (p *Partitioner) AssignSince(uuid, owner string, since time.Time) (Instance
 	if err == nil {
 		switch r.State {
 		case Idle:
-			p.markInUse(r, owner)
-			if now := p.now(); !since.IsZero() && since.Before(now) {
-				p.slotOf(r.GPU).inUseSince[r.GIID] = since
+			at := p.now()
+			if !since.IsZero() && since.Before(at) {
+				at = since
 			}
+			p.markInUse(r, owner, at)
 		case InUse:
 			if r.Owner != owner {
 				err = fmt.Errorf("assign %s to %s: held by %s: %w", uuid, owner, r.Owner, ErrInstanceInUse)
@@ -145,11 +146,11 @@ func (p *Partitioner) AssignSince(uuid, owner string, since time.Time) (Instance
 	return out, err
 }
 
-// markInUse hands the record r to owner and notes when, for ReserveFor.
-// The caller holds p.mu.
-func (p *Partitioner) markInUse(r *Instance, owner string) {
+// markInUse hands the record r to owner, noting that the holding began at
+// at, for ReserveFor. The caller holds p.mu.
+func (p *Partitioner) markInUse(r *Instance, owner string, at time.Time) {
 	r.State, r.Owner = InUse, owner
-	p.slotOf(r.GPU).inUseSince[r.GIID] = p.now()
+	p.slotOf(r.GPU).inUseSince[r.GIID] = at
 }
 
 // Release returns an in-use instance to idle. Releasing an idle instance is a

@@ -27,14 +27,13 @@ package predictor
 // is a stage of its run (stage).
 type climbs struct {
 	level, lastRise float64 // the peak at the last rise, and when
-	started         bool
-	// open says a climb is under way (cur); load says it is the
-	// container's first, which started with it and is never a round;
-	// risen that the peak has risen since the container started.
-	open, load, risen bool
-	cur               climb
-	ring              [climbsCount + 1]climb // the closed climbs, oldest first
-	n                 int
+	// started says a climb is under way (cur) since the first sample;
+	// load says it is the container's first, which started with it and
+	// is never a round; risen that the peak has risen since the start.
+	started, load, risen bool
+	cur                  climb
+	ring                 [climbsCount + 1]climb // the closed climbs, oldest first
+	n                    int
 	// count is how many climbs the container has made (its load not
 	// counted): stage reads it.
 	count int
@@ -66,17 +65,17 @@ const (
 func (c *climbs) observe(t, peak, q float64) {
 	if !c.started {
 		c.started, c.level, c.lastRise = true, peak, t
-		c.open, c.load, c.cur = true, true, climb{t, peak, peak}
+		c.load, c.cur = true, climb{t, peak, peak}
 		return
 	}
 	if peak < c.level+q {
 		return
 	}
 	if c.risen && t-c.lastRise >= climbHold {
-		if c.open && !c.load {
+		if !c.load {
 			c.push(c.cur)
 		}
-		c.open, c.load, c.cur = true, false, climb{t, c.level, peak}
+		c.load, c.cur = false, climb{t, c.level, peak}
 		c.count++
 	} else {
 		c.cur.to = peak // the container's first rise is its load's
@@ -101,7 +100,7 @@ func (c *climbs) check(p *Predictor, now float64) (verdict, bool) {
 	if h <= now {
 		k++
 	}
-	if !c.open || c.load || c.n < k-1 {
+	if !c.started || c.load || c.n < k-1 {
 		return verdict{}, false
 	}
 	// The climbs judged: the newest k-1 closed ones, then the one under way.

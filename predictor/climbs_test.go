@@ -99,12 +99,26 @@ func TestClimbsRoundsNotMarked(t *testing.T) {
 
 // climbsMark feeds used to a predictor, as series does, and returns the
 // first time from after on that its climbs alone would mark, before the
-// OOM (-1: never).
+// OOM (-1: never). The climbs are read apart from the predictor's own, so
+// a mark by another reading does not stop them.
 func climbsMark(t *testing.T, cfg Config, hz, end float64, used func(t float64) float64, after float64) float64 {
+	t.Helper()
+	var c climbs
+	return firstHit(t, cfg, hz, end, used, after, func(p *Predictor, at float64) bool {
+		c.observe(at, p.peak, stairsQuantum*float64(p.cfg.Capacity))
+		_, hit := c.check(p, at)
+		return hit
+	})
+}
+
+// firstHit feeds used at hz from t=0 to end to a predictor on a 10 GB
+// instance with the agent's settings and cfg's horizon, asks hit after
+// every sample, and returns the first time from after on that it holds,
+// before the OOM (-1: never).
+func firstHit(t *testing.T, cfg Config, hz, end float64, used func(t float64) float64, after float64, hit func(p *Predictor, at float64) bool) float64 {
 	t.Helper()
 	cfg.Capacity = 10e9
 	p := agent(t, cfg)
-	var c climbs
 	for i := 0; float64(i)/hz <= end; i++ {
 		at := float64(i) / hz
 		u := used(at)
@@ -112,8 +126,7 @@ func climbsMark(t *testing.T, cfg Config, hz, end float64, used func(t float64) 
 			return -1 // the OOM: too late
 		}
 		p.Observe(Sample{T: at, Used: uint64(u)})
-		c.observe(at, p.peak, stairsQuantum*float64(cfg.Capacity))
-		if _, hit := c.check(p, at); hit && at >= after {
+		if hit(p, at) && at >= after {
 			return at
 		}
 	}

@@ -102,10 +102,10 @@ type stairs struct {
 	// (its load), once a pause has ended it (loaded).
 	loadEnd float64
 	loaded  bool
-	// loadPeak is the peak at loadEnd; t0 and y0 the container's first
-	// sample's time and peak (see lifetimeReaches).
-	loadPeak, t0, y0 float64
-	jumped           bool // the run started with a jump (a rise over stairsBreakSize steps)
+	// loadPeak is the peak at loadEnd; firstPeak the peak at the
+	// container's first sample (see lifetimeReaches).
+	loadPeak, firstPeak float64
+	jumped              bool // the run started with a jump (a rise over stairsBreakSize steps)
 	// gaveBack: since it held stairsEpisodeRises rises, the run's usage
 	// fell by more than three quarters of its rise (a training step's
 	// activations freed), which growth never does; a KV cache that frees a
@@ -195,7 +195,7 @@ func (s *stairs) observe(t, used, peak, allocs, capacity float64) {
 	}
 	if !s.started {
 		s.started, s.level, s.tol = true, peak, stairsQuantum*capacity/2
-		s.t0, s.y0 = t, peak
+		s.firstPeak = peak
 		return
 	}
 	if peak < s.level+stairsQuantum*capacity {
@@ -418,7 +418,7 @@ func (s *stairs) check(p *Predictor, now float64) (verdict, bool) {
 		}
 		if !steepForHorizon(&p.cfg, (capacity-s.cur)/r, now-p.first, stairsHorizonReach) || now-s.start >= p.cfg.EvictionTime {
 			slow := r * max(1-stairsZ*rel, stairsHalf)
-			if slow <= 0 || p.peak+slow*(h-now) <= capacity || !s.lifetimeReaches(p.peak, now, h, capacity) {
+			if slow <= 0 || p.peak+slow*(h-now) <= capacity || !s.lifetimeReaches(p, now, h, capacity) {
 				return verdict{}, false
 			}
 			return verdict{target: h, riskAt: h, reason: ReasonHorizon, rate: r, rateSD: r * rel}, true

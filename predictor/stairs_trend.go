@@ -244,13 +244,13 @@ func (s *stairs) nextBurst(headroom float64) bool {
 // sorted last, a fold's larger copy) is projected to the horizon at the
 // while's rate, past an instance that its life's rate never reaches: such
 // a climb is not read as growth to the horizon. O(1).
-func (s *stairs) lifetimeReaches(peak, now, h, capacity float64) bool {
-	t0, y0 := s.t0, s.y0
+func (s *stairs) lifetimeReaches(p *Predictor, now, h, capacity float64) bool {
+	t0, y0 := p.first, s.firstPeak
 	if s.loaded {
 		t0, y0 = s.loadEnd, s.loadPeak
 	}
 	if now <= t0 {
 		return true
 	}
-	return peak+(peak-y0)/(now-t0)*(h-now) > capacity
+	return p.peak+(p.peak-y0)/(now-t0)*(h-now) > capacity
 }

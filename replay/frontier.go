@@ -130,11 +130,7 @@ func ForPods(points []FrontierPoint) []FrontierPoint {
 	out := make([]FrontierPoint, len(points))
 	for i, p := range points {
 		p.Strategy.Exact = true
-		if p.Strategy.Name == "migpro" {
-			p.Strategy.Name = "migpro/exact"
-		} else {
-			p.Strategy.Name = strings.Replace(p.Strategy.Name, "migpro", "migpro/exact", 1)
-		}
+		p.Strategy.Name = strings.Replace(p.Strategy.Name, "migpro", "migpro/exact", 1)
 		out[i] = p
 	}
 	return out

@@ -22,11 +22,13 @@ func (opt *replayOptions) runFrontier(cmd *cobra.Command, seeds []uint64) error 
 	if err != nil {
 		return ctl.Usagef("--sweep-reserve-after: %v", err)
 	}
+	who := "migpro with the agent's --reserve-after"
 	if cmd.Flags().Changed("policies") {
 		switch strings.TrimSpace(opt.policyList) {
 		case "migpro":
 		case "migpro/exact":
 			points = replay.ForPods(points)
+			who = "migpro/exact (pods) with the agent's rule for local callers, simulator only where it reserves,"
 		default:
 			return ctl.Usagef("--sweep-reserve-after sweeps the rule of migpro (local callers) or migpro/exact (pods, simulator only); --policies %q is neither", opt.policyList)
 		}
@@ -40,10 +42,6 @@ func (opt *replayOptions) runFrontier(cmd *cobra.Command, seeds []uint64) error 
 		return err
 	}
 	out := cmd.OutOrStdout()
-	who := "migpro with the agent's --reserve-after"
-	if len(points) > 0 && points[0].Strategy.Exact {
-		who = "migpro/exact (pods) with the agent's rule for local callers, simulator only where it reserves,"
-	}
 	fmt.Fprintf(out, "reservation frontier: %s at %s, seeds %v (%s), against %s\n\n",
 		who, strings.Join(labels(points), ", "), seeds, replay.SeedSetName(opt.seeds), strings.Join(replay.TargetBaselines, ", "))
 	if err := replay.WriteFrontier(out, all); err != nil {
